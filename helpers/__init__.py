@@ -1,0 +1,52 @@
+"""Profiling helpers shared by every notebook of *Attention, Profiled*.
+
+    from helpers import profile_stage
+    prof = profile_stage("naive")        # live on a GPU, else the recorded trace
+    prof.kernels()                       # one forward's GPU events, names decoded
+"""
+from __future__ import annotations
+
+import os
+
+from .profile import Profile, Provenance, TraceError
+from .stages import DEFAULT_SHAPE, STAGES, Shape, Stage, StageUnavailable, get_stage
+
+MODES = ("auto", "live", "replay")
+
+
+def cuda_available() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
+def resolve_mode(mode: str = "auto") -> str:
+    """"live" where CUDA is present, else "replay"; ATTN_PROFILED_MODE overrides "auto"."""
+    if mode == "auto":
+        mode = os.environ.get("ATTN_PROFILED_MODE", "auto")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode == "auto":
+        mode = "live" if cuda_available() else "replay"
+    if mode == "live" and not cuda_available():
+        raise StageUnavailable("mode='live' needs a CUDA GPU and this process sees none; "
+                               "use mode='replay' to load the recorded traces.")
+    return mode
+
+
+def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
+                  quiet: bool = False) -> Profile:
+    """Profile `stage` live, or replay its recorded trace; print which, in one line."""
+    get_stage(stage)
+    if resolve_mode(mode) == "live":
+        from .capture import capture
+        prof = capture(stage, shape)
+    else:
+        from .replay import replay
+        prof = replay(stage, shape)
+    if not quiet:
+        print(prof.banner())
+    return prof
+
+
+__all__ = ["DEFAULT_SHAPE", "STAGES", "Profile", "Provenance", "Shape", "Stage",
+           "StageUnavailable", "TraceError", "get_stage", "profile_stage", "resolve_mode"]

@@ -1,0 +1,106 @@
+"""Profile a stage live on this machine's GPU with torch.profiler, as the article does."""
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
+
+from .profile import Profile, Provenance
+from .stages import DEFAULT_SHAPE, Shape, Stage, get_stage
+
+WARMUP_CALLS = 3
+SCHEDULE = dict(wait=1, warmup=1, active=3)
+
+
+def driver_version() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def device_provenance(stage: str, shape: Shape, command: str | None = None) -> dict:
+    """GPU, driver and library versions of this process, as provenance fields."""
+    props = torch.cuda.get_device_properties(0)
+    return dict(
+        stage=stage, shape=shape.as_dict(), gpu=props.name,
+        capability=f"{props.major}.{props.minor}", sm_count=props.multi_processor_count,
+        driver=driver_version(), torch=torch.__version__, cuda=str(torch.version.cuda),
+        cudnn=str(torch.backends.cudnn.version()),
+        date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        command=command or " ".join(shlex.quote(a) for a in sys.argv))
+
+
+def cuda_event_time_us(fn, repeats: int = 20) -> float:
+    """Median GPU time of `fn` from CUDA events: the fallback when CUPTI sees nothing."""
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def do_bench_us(fn) -> float | None:
+    """triton.testing.do_bench's median, an independent timer; None where Triton is absent."""
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        return None
+    return float(do_bench(fn, warmup=25, rep=200, return_mode="median")) * 1000
+
+
+def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = False,
+            activities=None, command: str | None = None) -> Profile:
+    """Profile `stage` live: 3 warm-up calls, then schedule(wait=1, warmup=1, active=3)."""
+    stage = get_stage(stage) if isinstance(stage, str) else stage
+    stage.check(shape, "cuda" if torch.cuda.is_available() else "cpu")
+    inputs = stage.make_inputs(shape, "cuda")
+    forward = lambda: stage.run(inputs)  # noqa: E731
+    for _ in range(WARMUP_CALLS):
+        forward()
+    torch.cuda.synchronize()
+
+    activities = activities or [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.json"
+        with profile(activities=activities, schedule=schedule(**SCHEDULE), record_shapes=True,
+                     on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+            for _ in range(sum(SCHEDULE.values())):
+                forward()
+                torch.cuda.synchronize()
+                prof.step()
+        document = json.loads(path.read_text())
+
+    events = document["traceEvents"]
+    fields = device_provenance(stage.name, shape, command)
+    saw_gpu = any(e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") for e in events)
+    if not saw_gpu:
+        warnings.warn(f"The profiler recorded no GPU events for {stage.name}: CUPTI is unavailable "
+                      f"or was not enabled, so kernels are missing from the trace. GPU time falls "
+                      f"back to CUDA-event timing; kernel tables will be empty.", RuntimeWarning,
+                      stacklevel=2)
+    fields["cupti"] = saw_gpu
+    if independent_timer or not saw_gpu:
+        fields["cuda_event_time_us"] = cuda_event_time_us(forward)
+    if independent_timer:
+        fields["do_bench_us"] = do_bench_us(forward)
+    del inputs
+    torch.cuda.empty_cache()
+    return Profile(events, Provenance(**fields))

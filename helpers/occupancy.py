@@ -1,0 +1,239 @@
+"""Theoretical occupancy, worked out the way CUDA's own occupancy calculator works it out.
+
+``occupancy()`` follows ``cudaOccMaxActiveBlocksPerMultiprocessor`` from ``cuda_occupancy.h``
+(CUDA 13.0): the number of blocks one SM can hold is the smallest of four limits,
+
+* warps: the SM's warp slots divided by the block's warps (threads rounded up to whole warps);
+* registers: registers go to warps in units of 256 and each warp's registers come from one of
+  the SM's four sub-partitions, so the count of warps that fit is worked out per sub-partition
+  (64K / 4 registers each) and then multiplied by four; a block too large for the per-block
+  register limit (checked with its warps rounded up to a multiple of four, as the hardware
+  checks it) fits zero times;
+* shared memory: each block takes its static + dynamic bytes plus 1 KiB the driver reserves
+  (Ampere on), rounded up to the allocation unit; the SM's shared memory is the carveout the
+  kernel prefers, rounded up to a size the SM supports, or, when that is too small for one
+  block, the smallest supported size that holds one; a block above the per-block cap fits zero
+  times;
+* blocks: the SM's block slots.
+
+``kineto_estimated_occupancy_pct()`` reproduces the ``est. achieved occupancy %`` that Kineto
+writes on every kernel event of a PyTorch profiler trace.
+
+The calculator leaves out two limits of the header that never lower the count for the
+kernels met here: block barriers (Hopper on; a kernel with one barrier gets at least as many as
+it has block slots) and Blackwell's "virtual resources" (zero unless a kernel declares some).
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from helpers.gpus import GPUSpec, gpu_spec
+
+# the header reports a limit that does not apply (no registers, no shared memory) as INT_MAX
+UNLIMITED = 2**31 - 1
+LIMITERS = ("warps", "registers", "shared_memory", "blocks")
+SHARED_MEMORY_LIMITS = ("default", "opt-in")
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """What fits on one SM for one launch configuration."""
+
+    gpu: GPUSpec
+    threads_per_block: int
+    registers_per_thread: int
+    shared_memory_per_block: int
+    carveout: int | None
+    shared_memory_limit: str
+    active_blocks: int
+    active_warps: int
+    max_warps: int
+    occupancy: float
+    limiters: frozenset[str]
+    block_limits: dict[str, int] = field(hash=False)
+    warps_per_block: int
+    registers_per_block: int
+    shared_memory_allocated_per_block: int
+    # the shared memory the SM is set up with for this kernel (the carveout that applies)
+    shared_memory_per_sm: int
+    utilization: dict[str, float] = field(hash=False)
+
+    @property
+    def occupancy_pct(self) -> float:
+        return 100.0 * self.occupancy
+
+
+def _as_int(value, what: str) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{what} must be an integer, got {value!r}")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ValueError(f"{what} must be an integer, got {value!r}") from None
+
+
+def _round_up(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
+
+
+def _smallest_carveout_holding(spec: GPUSpec, size: int) -> int | None:
+    """The smallest per-SM shared memory size the SM supports that holds ``size`` bytes."""
+    for option in spec.shared_memory_carveouts:
+        if option >= size:
+            return option
+    return None
+
+
+def _preferred_shared_memory(spec: GPUSpec, carveout: int | None) -> int:
+    # no preference means "the most shared memory"; a percentage is of the largest size, in
+    # integer arithmetic as the header does it, then rounded up to a supported size
+    if carveout is None:
+        wanted = spec.shared_memory_per_sm
+    else:
+        wanted = carveout * spec.shared_memory_per_sm // 100
+    chosen = _smallest_carveout_holding(spec, wanted)
+    assert chosen is not None  # wanted never exceeds the largest size
+    return chosen
+
+
+def _check(spec, threads, registers, smem, carveout, shared_memory_limit):
+    if not 1 <= threads <= spec.max_threads_per_block:
+        raise ValueError(f"threads_per_block must be between 1 and the max threads per block "
+                         f"({spec.max_threads_per_block}), got {threads}")
+    if not 0 <= registers <= spec.max_registers_per_thread:
+        raise ValueError(f"registers_per_thread must be between 0 and the max registers per "
+                         f"thread ({spec.max_registers_per_thread}), got {registers}")
+    if smem < 0:
+        raise ValueError(f"shared_memory_per_block must not be negative, got {smem}")
+    if smem > spec.shared_memory_per_block_optin:
+        raise ValueError(f"shared_memory_per_block {smem} B is above the opt-in shared memory "
+                         f"per block maximum of {spec.name} "
+                         f"({spec.shared_memory_per_block_optin} B)")
+    if carveout is not None and not 0 <= carveout <= 100:
+        raise ValueError(f"carveout must be None (no preference) or a percentage 0..100, "
+                         f"got {carveout}")
+    if shared_memory_limit not in SHARED_MEMORY_LIMITS:
+        raise ValueError(f"shared_memory_limit must be one of {SHARED_MEMORY_LIMITS}, "
+                         f"got {shared_memory_limit!r}")
+
+
+def occupancy(gpu, threads_per_block: int, registers_per_thread: int,
+              shared_memory_per_block: int = 0, *, carveout: int | None = None,
+              shared_memory_limit: str = "opt-in") -> Occupancy:
+    """Theoretical occupancy of one SM, as cudaOccMaxActiveBlocksPerMultiprocessor gives it.
+
+    ``gpu`` is a compute capability ("9.0", "sm_90", (9, 0)) or a product ("H200").
+    ``shared_memory_per_block`` is static + dynamic bytes. ``carveout`` is the kernel's
+    preferred shared-memory carveout in percent (None: no preference). With
+    ``shared_memory_limit="opt-in"`` the kernel is taken to have raised its dynamic shared
+    memory limit to the GPU's opt-in maximum; with ``"default"`` it has not, so a block above
+    48 KiB fits zero times (as Kineto computes it). Raises ValueError for impossible input.
+    """
+    spec = gpu_spec(gpu)
+    threads = _as_int(threads_per_block, "threads_per_block")
+    registers = _as_int(registers_per_thread, "registers_per_thread")
+    smem = _as_int(shared_memory_per_block, "shared_memory_per_block")
+    if carveout is not None:
+        carveout = _as_int(carveout, "carveout")
+    _check(spec, threads, registers, smem, carveout, shared_memory_limit)
+
+    warps_per_block = -(-threads // spec.warp_size)
+
+    # warps
+    warp_limit = spec.max_warps_per_sm // warps_per_block
+
+    # registers: per warp, rounded to the allocation unit; counted per sub-partition
+    regs_per_warp = _round_up(registers * spec.warp_size, spec.register_allocation_unit)
+    regs_per_block = regs_per_warp * warps_per_block
+    # the hardware's per-block check acts as if the block's warps were spread over all the
+    # sub-partitions at once, so it rounds the warps up to a multiple of their number
+    regs_checked = regs_per_warp * _round_up(warps_per_block, spec.sm_subpartitions)
+    if regs_checked > spec.max_registers_per_block or regs_per_block > spec.max_registers_per_block:
+        register_limit = 0
+    elif regs_per_warp == 0:
+        register_limit = UNLIMITED
+    else:
+        warps_per_subpartition = (spec.registers_per_sm // spec.sm_subpartitions) // regs_per_warp
+        register_limit = warps_per_subpartition * spec.sm_subpartitions // warps_per_block
+
+    # shared memory
+    smem_allocated = _round_up(smem + spec.reserved_shared_memory_per_block,
+                               spec.shared_memory_allocation_unit)
+    per_block_cap = (spec.shared_memory_per_block_optin if shared_memory_limit == "opt-in"
+                     else spec.shared_memory_per_block_default)
+    # the driver's reserve is added to the cap too, so the cap applies to what the kernel asks for
+    per_block_cap += spec.reserved_shared_memory_per_block
+    preferred = _preferred_shared_memory(spec, carveout)
+    if smem_allocated > per_block_cap:
+        smem_limit = 0
+        smem_per_sm = preferred
+    else:
+        # a preference too small for even one block gives way to the smallest size that fits one
+        smem_per_sm = (preferred if preferred >= smem_allocated
+                       else _smallest_carveout_holding(spec, smem_allocated))
+        smem_limit = smem_per_sm // smem_allocated if smem_allocated > 0 else UNLIMITED
+
+    block_limits = {"warps": warp_limit, "registers": register_limit,
+                    "shared_memory": smem_limit, "blocks": spec.max_blocks_per_sm}
+    active_blocks = min(block_limits.values())
+    limiters = frozenset(k for k, v in block_limits.items() if v == active_blocks)
+    active_warps = active_blocks * warps_per_block
+    max_warps = spec.max_warps_per_sm
+
+    utilization = {
+        "warps": active_warps / max_warps,
+        "registers": active_blocks * regs_per_block / spec.registers_per_sm,
+        "shared_memory": (active_blocks * smem_allocated / smem_per_sm) if smem_per_sm else 0.0,
+        "blocks": active_blocks / spec.max_blocks_per_sm,
+    }
+    return Occupancy(
+        gpu=spec, threads_per_block=threads, registers_per_thread=registers,
+        shared_memory_per_block=smem, carveout=carveout,
+        shared_memory_limit=shared_memory_limit, active_blocks=active_blocks,
+        active_warps=active_warps, max_warps=max_warps, occupancy=active_warps / max_warps,
+        limiters=limiters, block_limits=block_limits, warps_per_block=warps_per_block,
+        registers_per_block=regs_per_block, shared_memory_allocated_per_block=smem_allocated,
+        shared_memory_per_sm=smem_per_sm, utilization=utilization)
+
+
+def kineto_estimated_occupancy_pct(gpu, threads_per_block: int, registers_per_thread: int,
+                                   shared_memory_per_block: int, grid_blocks: int,
+                                   sm_count: int) -> int:
+    """The ``est. achieved occupancy %`` Kineto writes on a kernel event, recomputed.
+
+    Mirrors pytorch/kineto libkineto/src/DeviceProperties.cpp (``blocksPerSm``,
+    ``kernelOccupancy``) and the kernel event's metadata in libkineto/src/CuptiActivity.cpp:
+
+    * blocks per SM = grid blocks / SM count, in float;
+    * active blocks from cudaOccMaxActiveBlocksPerMultiprocessor with
+      ``FUNC_SHMEM_LIMIT_DEFAULT`` (no opt-in), the kernel's static + dynamic shared memory and
+      the default carveout;
+    * occupancy = min(active blocks, blocks per SM) * threads per block / max threads per SM,
+      all in float;
+    * written as ``(int)(0.5 + occupancy * 100.0)``, i.e. rounded half up.
+
+    A grid smaller than the SM count therefore reads as a small fraction of one block per SM
+    (one block on 132 SMs is 0.05%, written 0), and a block above 48 KiB of shared memory
+    reads 0 because Kineto leaves out the opt-in.
+    """
+    grid = _as_int(grid_blocks, "grid_blocks")
+    sms = _as_int(sm_count, "sm_count")
+    if grid < 0:
+        raise ValueError(f"grid_blocks must not be negative, got {grid}")
+    if sms <= 0:
+        raise ValueError(f"sm_count must be positive, got {sms}")
+    result = occupancy(gpu, threads_per_block, registers_per_thread, shared_memory_per_block,
+                       carveout=None, shared_memory_limit="default")
+    f32 = np.float32
+    # C: (gridX * gridY * gridZ) / (float) smCount, then the min with an int, all in float
+    blocks_per_sm = f32(grid) / f32(sms)
+    if f32(result.active_blocks) < blocks_per_sm:
+        blocks_per_sm = f32(result.active_blocks)
+    occ = blocks_per_sm * f32(result.threads_per_block) / f32(result.gpu.max_threads_per_sm)
+    # C: (int) (0.5 + occupancy * 100.0), the product in double, truncated toward zero
+    return int(0.5 + float(occ) * 100.0)

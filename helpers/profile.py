@@ -1,0 +1,164 @@
+"""`Profile`: one stage's trace plus where it came from. Live and replayed profiles are the same type."""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from . import trace
+from .stages import Shape
+
+
+class TraceError(RuntimeError):
+    """A recorded trace is missing or unreadable; the message says how to get a good one."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where and how a trace was recorded."""
+
+    stage: str
+    shape: dict
+    gpu: str
+    capability: str
+    sm_count: int
+    driver: str
+    torch: str
+    cuda: str
+    cudnn: str
+    date: str
+    command: str
+    mode: str = "live"                    # "live" or "replay", as the reader got it
+    cupti: bool = True                    # False: the profiler saw no GPU events
+    cuda_event_time_us: float | None = None  # fallback / independent GPU time per forward
+    do_bench_us: float | None = None      # triton.testing.do_bench median of the same forward
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def description(self) -> str:
+        return (f"{self.gpu} (sm {self.capability}, {self.sm_count} SMs) on {self.date[:10]} "
+                f"with torch {self.torch}, CUDA {self.cuda}, cuDNN {self.cudnn}, driver {self.driver}")
+
+
+@dataclass
+class Profile:
+    """The chrome-trace events of one profiled stage, with tables derived from them."""
+
+    events: list[dict]
+    provenance: Provenance
+    trace_path: Path | None = None
+
+    @property
+    def stage(self) -> str:
+        return self.provenance.stage
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(**self.provenance.shape)
+
+    @property
+    def mode(self) -> str:
+        return self.provenance.mode
+
+    def banner(self) -> str:
+        if self.mode == "replay":
+            return f"Replaying {self.stage}: recorded on {self.provenance.description}."
+        return f"Profiled {self.stage} live on {self.provenance.description}."
+
+    # --- tables -------------------------------------------------------------------------------
+    @cached_property
+    def _gpu(self) -> pd.DataFrame:
+        return trace.gpu_events(self.events)
+
+    @cached_property
+    def _cpu(self) -> pd.DataFrame:
+        return trace.cpu_ops(self.events)
+
+    @cached_property
+    def _launches(self) -> pd.DataFrame:
+        return trace.launches(self.events)
+
+    @cached_property
+    def per_step(self) -> pd.DataFrame:
+        """One row per active profiler step (one forward each)."""
+        table = trace.per_step(self.events)
+        if not self.provenance.cupti and self.provenance.cuda_event_time_us is not None:
+            table["gpu_time_us"] = self.provenance.cuda_event_time_us
+        return table
+
+    @property
+    def steps(self) -> list[int]:
+        return [int(s) for s in self.per_step["step"]]
+
+    @property
+    def forward_step(self) -> int:
+        """The step shown as "one forward": the last active one, past any first-step effects."""
+        if not self.steps:
+            raise TraceError(f"The trace of {self.stage} holds no profiler step.")
+        return self.steps[-1]
+
+    def _pick(self, table: pd.DataFrame, step: int | None | str) -> pd.DataFrame:
+        if step == "all":
+            return table.copy()
+        step = self.forward_step if step is None else step
+        return table[table["step"] == step].reset_index(drop=True)
+
+    def gpu_events(self, step: int | None | str = None) -> pd.DataFrame:
+        """Kernels, memcpys and memsets launched in `step` (default: one forward; "all": every one)."""
+        return self._pick(self._gpu, step)
+
+    def kernels(self, step: int | None | str = None) -> pd.DataFrame:
+        """GPU events of one forward with each name decoded."""
+        from .kernel_names import decode_frame
+        events = self.gpu_events(step)
+        decoded = decode_frame(events["name"]).drop(columns=["name"])
+        return pd.concat([events, decoded.set_index(events.index)], axis=1)
+
+    def cpu_ops(self, step: int | None | str = None) -> pd.DataFrame:
+        """Host ops inside attn_fwd with their depth and parent."""
+        return self._pick(self._cpu, step)
+
+    def launches(self, step: int | None | str = None) -> pd.DataFrame:
+        """Runtime/driver calls that launched GPU work."""
+        return self._pick(self._launches, step)
+
+    def summary(self) -> pd.Series:
+        """Per-forward figures, the median over the active steps."""
+        medians = self.per_step.drop(columns=["step"]).median(numeric_only=True)
+        counts = ("gpu_events", "kernels", "memcpys", "memsets", "aten_ops")
+        row = {k: int(round(v)) if k in counts else float(v) for k, v in medians.items()}
+        row |= {"stage": self.stage, "do_bench_us": self.provenance.do_bench_us}
+        return pd.Series(row, dtype=object)
+
+    # --- files --------------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write a gzipped chrome trace (Perfetto opens it) with the provenance inside."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        provenance = asdict(self.provenance) | {"mode": "live"}
+        document = {"traceEvents": self.events, "provenance": provenance, "displayTimeUnit": "ms"}
+        with gzip.open(path, "wt", encoding="utf-8") as f:
+            json.dump(document, f, separators=(",", ":"))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, mode: str = "replay") -> "Profile":
+        path = Path(path)
+        if not path.exists():
+            raise TraceError(f"No recorded trace at {path}. Record one on a GPU with "
+                             f"`python -m helpers.record`, or check out the replay set again.")
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                document = json.load(f)
+            provenance = Provenance(**(document["provenance"] | {"mode": mode}))
+            events = document["traceEvents"]
+        except (OSError, EOFError, ValueError, KeyError, TypeError) as err:
+            raise TraceError(f"The recorded trace {path} is corrupt or not one of ours "
+                             f"({type(err).__name__}: {err}). Restore it with "
+                             f"`git checkout -- {path}` or record it again with "
+                             f"`python -m helpers.record`.") from err
+        return cls(events, provenance, path)

@@ -1,0 +1,446 @@
+"""helpers.kernel_names: the fields of known kernel names, the recorded traces, and fuzzing."""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from helpers.kernel_names import FFMA, KINDS, TENSOR_CORES, KernelName, decode, decode_frame
+
+ROOT = Path(__file__).resolve().parent.parent
+# KERNEL_NAMES_TRACES points the trace checks at another folder (a fresh recording, say)
+TRACE_ROOT = Path(os.environ.get("KERNEL_NAMES_TRACES", ROOT / "notebooks" / "traces"))
+TRACES = sorted(TRACE_ROOT.glob("**/*.json.gz"))
+
+NVJET_A = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"
+NVJET_B = "nvjet_sm90_tst_64x512_64x2_1x2_h_bz_coopB_NNT"
+AMPERE_BF16 = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn"
+XMMA_BF16 = ("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage3_warpsize2x2x1_"
+             "tensor16x8x16_kernel")
+XMMA_F32_TN = ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_"
+               "aligna4_alignc4_execute_kernel__5x_cublas")
+XMMA_F32_NN = ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_"
+               "aligna4_alignc4_execute_kernel__5x_cublas")
+CUTLASS_F = ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<"
+             "cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)")
+FLASH = ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+         "cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, "
+         "true, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)")
+FLASH_HUB = ("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+             "cutlass::half_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::half_t> >, false, false, "
+             "false, false, true, true, false, false>(flash::Flash_fwd_params)")
+FLASH_SPLITKV = ("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<64, 64, 256, 4, false, "
+                 "false, cutlass::bfloat16_t, Flash_kernel_traits<64, 64, 256, 4, cutlass::bfloat16_t> >, "
+                 "true, false, false, true, true, false, true, false>(flash::Flash_fwd_params)")
+CUDNN = ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_"
+         "cga1x1x1_kernel0_0")
+TRITON_PER = "triton_per_fused__softmax_exp_masked_fill_mul_prepare_softmax_online_sub_view_0"
+TRITON_FLEX = "triton_tem_fused_flex_attention_0"
+MUL = ("void at::native::vectorized_elementwise_kernel<8, at::native::AUnaryFunctor<c10::BFloat16, "
+       "c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, "
+       "std::array<char*, 2ul> >(int, at::native::AUnaryFunctor<c10::BFloat16, c10::BFloat16, "
+       "c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul>)")
+MASKED_FILL = (
+    "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::"
+    "masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::"
+    "{lambda()#10}::operator()() const::{lambda(c10::BFloat16, bool)#1}>(at::TensorIteratorBase&, "
+    "at::native::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::"
+    "operator()() const::{lambda()#10}::operator()() const::{lambda(c10::BFloat16, bool)#1} const&)::"
+    "{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::masked_fill_kernel(at::"
+    "TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda()#10}::"
+    "operator()() const::{lambda(c10::BFloat16, bool)#1}>(at::TensorIteratorBase&, at::native::"
+    "masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::"
+    "{lambda()#10}::operator()() const::{lambda(c10::BFloat16, bool)#1} const&)::{lambda(int)#1})")
+SOFTMAX_WARP = ("void (anonymous namespace)::softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, "
+                "10, false, false>(c10::BFloat16*, c10::BFloat16 const*, int, int, int, bool const*, "
+                "int, bool)")
+CUNN_SOFTMAX = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, "
+                "c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, "
+                "c10::BFloat16 const*, int)")
+DIRECT_COPY = ("void at::native::vectorized_elementwise_kernel<8, at::native::direct_copy_kernel_cuda("
+               "at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() "
+               "const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, ...)")
+BF16_COPY = ("void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda("
+             "at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::"
+             "bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul>)")
+FILL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<bool>, "
+        "std::array<char*, 1ul> >(int, at::native::FillFunctor<bool>, std::array<char*, 1ul>)")
+TRIU = ("void at::native::triu_tril_kernel<bool, int, false, 8, false>(at::cuda::detail::TensorInfo<"
+        "bool, int>, at::cuda::detail::TensorInfo<bool const, int>, long, long, int)")
+REDUCE_AND = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<bool, at::native::"
+              "func_wrapper_t<bool, at::native::and_kernel_cuda(at::TensorIterator&)::{lambda()#1}::"
+              "operator()() const::{lambda()#12}::operator()() const::{lambda(bool, bool)#1}>, "
+              "unsigned int, bool, 4, 4> >(at::native::ReduceOp<bool, at::native::func_wrapper_t<bool, "
+              "at::native::and_kernel_cuda(at::TensorIterator&)::{lambda()#1}::operator()() const::"
+              "{lambda()#12}::operator()() const::{lambda(bool, bool)#1}>, unsigned int, bool, 4, 4>)")
+WHERE = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::"
+         "(anonymous namespace)::where_kernel_impl(at::TensorIterator&)::{lambda()#1}::operator()() "
+         "const::{lambda()#11}::operator()() const::{lambda(bool, float, float)#1}>(at::TensorIteratorBase&, ...")
+ADD = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::"
+       "CUDAFunctor_add<float> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<float> const&)::"
+       "{lambda(int)#1}>(int, ...)")
+BINARY_MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, "
+              "float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >(int, ...)")
+EXP = ("void at::native::vectorized_elementwise_kernel<4, at::native::exp_kernel_cuda(at::TensorIteratorBase&)"
+       "::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, "
+       "std::array<char*, 2ul> >(int, ...)")
+
+EXAMPLES = [NVJET_A, NVJET_B, AMPERE_BF16, XMMA_BF16, XMMA_F32_TN, XMMA_F32_NN, "volta_sgemm_128x64_nn",
+            "ampere_sgemm_128x64_tn", CUTLASS_F, FLASH, FLASH_HUB, FLASH_SPLITKV, CUDNN, TRITON_PER,
+            TRITON_FLEX, MUL, MASKED_FILL, SOFTMAX_WARP, CUNN_SOFTMAX, DIRECT_COPY, BF16_COPY, FILL,
+            TRIU, REDUCE_AND, WHERE, ADD, BINARY_MUL, EXP, "Memcpy DtoD (Device -> Device)",
+            "Memcpy HtoD (Pageable -> Device)", "Memset (Device)"]
+
+
+def fields(k: KernelName) -> tuple:
+    return (k.kind, k.library, k.op, k.dtype, k.math, k.arch, k.tile)
+
+
+# --- (1) the fields of each example name --------------------------------------------------
+
+def test_nvjet():
+    k = decode(NVJET_A)
+    assert fields(k) == ("gemm", "cuBLAS (nvjet)", "gemm", "16-bit", TENSOR_CORES, "sm90", "256x128")
+    d = k.details
+    assert (d["tile_m"], d["tile_n"], d["cluster"], d["layout"]) == (256, 128, "1x2", "TNT")
+    assert d["schedule_token"] == "coopA" and "cooperative" in d["schedule"]
+    assert d["inputs"].startswith("16-bit") and d["beta"].startswith("zero")
+    # undocumented tokens stay literal, under neutral keys
+    assert d["variant_token"] == "tst" and d["dims_token_2"] == "64x4"
+    b = decode(NVJET_B)
+    assert (b.tile, b.details["cluster"], b.details["layout"], b.details["schedule_token"]) == (
+        "64x512", "1x2", "NNT", "coopB")
+
+
+def test_ampere_s16816_gemm():
+    k = decode(AMPERE_BF16)
+    assert fields(k) == ("gemm", "cuBLAS", "gemm", "bf16", TENSOR_CORES, "ampere", "128x128")
+    assert k.details["mma_instruction"] == "mma.sync m16n8k16"
+    assert (k.details["k_tile"], k.details["stages"], k.details["operand_layout"]) == (64, 3, "tn")
+    assert k.details["ldg"] == 8
+
+
+def test_xmma_bf16_gemm():
+    k = decode(XMMA_BF16)
+    assert fields(k) == ("gemm", "cuBLAS", "gemm", "bf16", TENSOR_CORES, "sm80", "128x128x32")
+    d = k.details
+    assert (d["stages"], d["warp_layout"], d["mma_shape"], d["operand_layout"]) == (3, "2x2x1", "16x8x16", "tn")
+    assert d["type_tokens"] == ["bf16bf16", "bf16f32", "f32"]
+
+
+@pytest.mark.parametrize("name, tile, warps, layout", [
+    (XMMA_F32_TN, "128x128x8", "2x2x1", "tn"), (XMMA_F32_NN, "64x64x8", "1x4x1", "nn")])
+def test_xmma_fp32_ffma_gemm(name, tile, warps, layout):
+    k = decode(name)
+    assert fields(k) == ("gemm", "cuBLAS", "gemm", "fp32", FFMA, "sm80", tile)
+    assert (k.details["stages"], k.details["warp_layout"], k.details["operand_layout"]) == (3, warps, layout)
+    assert (k.details["align_a"], k.details["align_c"]) == (4, 4)
+
+
+@pytest.mark.parametrize("name, arch, layout", [
+    ("volta_sgemm_128x64_nn", "volta", "nn"), ("ampere_sgemm_128x64_tn", "ampere", "tn")])
+def test_sgemm(name, arch, layout):
+    k = decode(name)
+    assert fields(k) == ("gemm", "cuBLAS", "gemm", "fp32", FFMA, arch, "128x64")
+    assert k.details["operand_layout"] == layout
+
+
+def test_cutlass_mem_efficient_forward():
+    k = decode(CUTLASS_F)
+    assert fields(k) == ("attention", "CUTLASS (xformers mem-efficient)", "attention forward", "bf16",
+                         TENSOR_CORES, "sm80", "64x64")
+    d = k.details
+    assert d["algorithm"] == "memory-efficient attention forward (cutlassF)"
+    assert d["alignment"] == "aligned"
+    assert (d["queries_per_block"], d["keys_per_block"]) == (64, 64)
+    assert d["output_accumulator"].startswith("register file") and "kSingleValueIteration" in d["output_accumulator"]
+    t = d["template"]
+    assert t["scalar_t"] == "cutlass::bfloat16_t" and t["arch_tag"] == "cutlass::arch::Sm80"
+    assert (t["is_aligned"], t["kQueriesPerBlock"], t["kKeysPerBlock"], t["kMaxK"]) == (True, 64, 64, 64)
+    assert (t["kSupportsDropout"], t["kSupportsBias"]) == (True, True)
+
+
+@pytest.mark.parametrize("name", [
+    "fmha_cutlassF_bf16_aligned_64x64_rf_sm80",  # no parameter list
+    "fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::bfloat16_t, cutl",
+])
+def test_cutlass_mem_efficient_without_or_with_cut_template(name):
+    k = decode(name)
+    assert fields(k)[:2] == ("attention", "CUTLASS (xformers mem-efficient)")
+    assert (k.dtype, k.arch, k.tile) == ("bf16", "sm80", "64x64")
+
+
+def test_cutlass_gmem_variant():
+    k = decode("fmha_cutlassF_f32_aligned_32x128_gmem_sm80")
+    assert (k.dtype, k.tile) == ("fp32", "32x128")
+    assert k.details["output_accumulator"].startswith("global memory")
+
+
+def test_flash_forward_pytorch_build():
+    k = decode(FLASH)
+    assert fields(k) == ("attention", "FlashAttention-2", "attention forward", "bf16", TENSOR_CORES,
+                         None, "128x128")
+    d = k.details
+    assert (d["head_dim"], d["block_m"], d["block_n"], d["warps"], d["threads"]) == (64, 128, 128, 4, 128)
+    assert (d["Is_Q_in_regs"], d["Share_Q_K_smem"]) == (False, False)
+    assert d["element"] == "cutlass::bfloat16_t" and d["namespace"] == "pytorch_flash"
+    flags = {f: d[f] for f in ("Is_dropout", "Is_causal", "Is_local", "Has_alibi", "Is_even_MN",
+                               "Is_even_K", "Is_softcap", "Return_softmax")}
+    assert flags == {"Is_dropout": False, "Is_causal": True, "Is_local": False, "Has_alibi": False,
+                     "Is_even_MN": True, "Is_even_K": True, "Is_softcap": False,
+                     "Return_softmax": False}
+    assert k.summary.startswith("FlashAttention-2 forward, head_dim 64, 128x128 tiles, 4 warps")
+
+
+def test_flash_hub_build_and_split_kv():
+    k = decode(FLASH_HUB)
+    assert (k.kind, k.library, k.dtype, k.tile) == ("attention", "FlashAttention-2", "fp16", "128x64")
+    assert k.details["namespace"] == "flash" and k.details["head_dim"] == 128
+    assert k.details["Is_causal"] is False and k.details["Is_even_MN"] is True
+    s = decode(FLASH_SPLITKV)
+    assert (s.kind, s.library, s.tile) == ("attention", "FlashAttention-2", "64x256")
+    assert s.details["variant"] == "split-KV"
+    # flash_fwd_splitkv_kernel<traits, Is_causal, Is_local, Has_alibi, Is_even_MN, Is_even_K,
+    #                          Is_softcap, Split, Append_KV>
+    assert (s.details["Is_causal"], s.details["Is_even_MN"], s.details["Split"],
+            s.details["Append_KV"]) == (True, True, True, False)
+
+
+def test_flash_truncated_keeps_what_it_read():
+    k = decode(FLASH[:120])
+    assert (k.kind, k.library) == ("attention", "FlashAttention-2")
+    assert k.details["head_dim"] == 64 and k.details.get("truncated")
+
+
+def test_cudnn_sdpa():
+    k = decode(CUDNN)
+    assert fields(k) == ("attention", "cuDNN", "attention forward", "16-bit", TENSOR_CORES, "sm90",
+                         "64x128x64")
+    d = k.details
+    assert (d["algorithm"], d["direction"], d["mma"], d["precision_token"], d["knob"]) == (
+        "flash", "fprop", "wgmma", "f16", 7)
+    assert (d["warp_layout"], d["cluster"]) == ("4x1x1", "1x1x1")
+
+
+@pytest.mark.parametrize("name, arch, mma, direction", [
+    ("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_hmma_f16_knob_3_64x64x64_4x1x1_kernel0_0",
+     "sm80", "hmma", "fprop"),
+    ("cudnn_generated_fort_native_sdpa_sm100_flash_bprop_umma_f16_knob_2_128x128x64_cga1x1x1_kernel0_0_x",
+     "sm100", "umma", "bprop"),
+])
+def test_cudnn_variants(name, arch, mma, direction):
+    k = decode(name)
+    assert (k.kind, k.library, k.arch, k.details["mma"], k.details["direction"]) == (
+        "attention", "cuDNN", arch, mma, direction)
+
+
+def test_triton():
+    k = decode(TRITON_PER)
+    assert (k.kind, k.library) == ("fused", "Triton")
+    assert k.details["kernel_class"] == "persistent reduction"
+    assert k.details["fused_ops"] == ["_softmax", "exp", "masked_fill", "mul", "prepare_softmax_online",
+                                      "sub", "view"]
+    f = decode(TRITON_FLEX)
+    assert (f.kind, f.library, f.op, f.details["kernel_class"]) == ("attention", "Triton",
+                                                                    "flex_attention", "template")
+    assert decode("triton_poi_fused_add_mul_3").details["kernel_class"] == "pointwise"
+    assert decode("triton_red_fused__to_copy_sum_1").details["fused_ops"] == ["_to_copy", "sum"]
+
+
+def test_aten_elementwise_and_masked_fill():
+    mul = decode(MUL)
+    assert (mul.kind, mul.library, mul.op, mul.dtype) == ("elementwise", "ATen", "mul", "bf16")
+    assert mul.details["vector_width"] == 8 and mul.details["scalar_operand"] == "a"
+    mf = decode(MASKED_FILL)
+    assert (mf.kind, mf.library, mf.op, mf.dtype) == ("masked_fill", "ATen", "masked_fill", "bf16")
+    assert (mf.details["threads_per_block"], mf.details["items_per_thread"]) == (128, 4)
+    assert fields(decode(WHERE))[:4] == ("elementwise", "ATen", "where", "fp32")
+    assert fields(decode(ADD))[:4] == ("elementwise", "ATen", "add", "fp32")
+    assert fields(decode(BINARY_MUL))[:4] == ("elementwise", "ATen", "mul", "fp32")
+    assert fields(decode(EXP))[:4] == ("elementwise", "ATen", "exp", "fp32")
+
+
+def test_aten_softmax():
+    k = decode(SOFTMAX_WARP)
+    assert (k.kind, k.library, k.op, k.dtype) == ("softmax", "ATen", "softmax", "bf16")
+    d = k.details
+    assert (d["input_dtype"], d["output_dtype"], d["accumulate_dtype"]) == ("bf16", "bf16", "fp32")
+    assert (d["log2_elements"], d["elements_per_row"]) == (10, 1024)
+    assert (d["is_log_softmax"], d["is_masked"]) == (False, False)
+    c = decode(CUNN_SOFTMAX)
+    assert (c.kind, c.op, c.dtype, c.details["ILP"], c.details["epilogue"]) == (
+        "softmax", "softmax", "bf16", 8, "SoftMaxForwardEpilogue")
+    r = decode("void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<c10::BFloat16, float, "
+               "c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue, long, 4>("
+               "c10::BFloat16*, c10::BFloat16 const*, long)")
+    assert (r.kind, r.dtype, r.details["accumulate_dtype"], r.details["reg_cnt"], r.details["index_t"]) == (
+        "softmax", "bf16", "fp32", 4, "long")
+
+
+def test_aten_copy_fill_mask_reduce():
+    assert fields(decode(DIRECT_COPY))[:4] == ("copy", "ATen", "direct copy", "bf16")
+    bc = decode(BF16_COPY)
+    assert fields(bc)[:4] == ("copy", "ATen", "dtype copy", "bf16") and bc.details["to_dtype"] == "bf16"
+    assert fields(decode(FILL))[:4] == ("fill", "ATen", "fill", "bool")
+    t = decode(TRIU)
+    assert fields(t)[:4] == ("mask", "ATen", "triu/tril", "bool")
+    assert (t.details["upper"], t.details["elements_per_thread"], t.details["inplace"]) == (False, 8, False)
+    r = decode(REDUCE_AND)
+    assert fields(r)[:4] == ("reduce", "ATen", "reduce", "bool")
+    assert r.details["reduction"].startswith("and") and r.details["max_threads"] == 512
+
+
+def test_runtime_copies_and_sets():
+    k = decode("Memcpy DtoD (Device -> Device)")
+    assert (k.kind, k.library, k.details["direction"]) == ("memcpy", "CUDA runtime", "DtoD")
+    h = decode("Memcpy HtoD (Pageable -> Device)")
+    assert (h.kind, h.details["direction"], h.details["src_memory"], h.details["dst_memory"]) == (
+        "memcpy", "HtoD", "Pageable", "Device")
+    m = decode("Memset (Device)")
+    assert (m.kind, m.library, m.details["memory"]) == ("memset", "CUDA runtime", "Device")
+
+
+def test_unknown():
+    k = decode("my_custom_kernel_v2")
+    assert (k.kind, k.library) == ("unknown", "unknown")
+    assert k.name == "my_custom_kernel_v2" and k.summary
+
+
+def test_every_example_decodes_and_frame():
+    for name in EXAMPLES:
+        k = decode(name)
+        assert k.kind in KINDS and k.kind != "unknown", name
+        assert k.name == name and isinstance(k.details, dict) and k.summary
+    frame = decode_frame(EXAMPLES)
+    assert list(frame.columns) == ["name", "kind", "library", "op", "dtype", "math", "arch", "tile",
+                                   "summary", "details"]
+    assert len(frame) == len(EXAMPLES) and frame["name"].tolist() == EXAMPLES
+    assert decode_frame([]).empty
+
+
+# --- (2) every GPU event of the recorded traces ---------------------------------------------
+
+GPU_CATS = {"kernel": None, "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def _gpu_events(path: Path):
+    with gzip.open(path, "rt") as fh:
+        document = json.load(fh)
+    events = [e for e in document.get("traceEvents", [])
+              if e.get("ph") == "X" and e.get("cat") in GPU_CATS]
+    return document.get("provenance") or {}, events
+
+
+def _covers(blocks: int, per_block: int, seq: int) -> bool:
+    """`blocks` tiles of `per_block` rows are the fewest that cover seq rows."""
+    return blocks == math.ceil(seq / per_block)
+
+
+@pytest.mark.parametrize("path", TRACES or [None], ids=lambda p: p.name if p else "no-traces")
+def test_recorded_trace_names(path):
+    if path is None:
+        pytest.skip(f"no recorded traces under {TRACE_ROOT} (notebooks/traces/**/*.json.gz); "
+                    f"record them with `python -m helpers.record` on a GPU")
+    provenance, events = _gpu_events(path)
+    assert events, f"{path.name} holds no GPU events"
+    shape = provenance.get("shape") or {}
+    stage = provenance.get("stage")
+    problems = []
+    for e in events:
+        name, args = e.get("name", ""), e.get("args", {})
+        k = decode(name)
+        where = f"{path.name}: {name[:120]!r}"
+        if k.kind == "unknown":
+            problems.append(f"{where} decodes to kind 'unknown'")
+            continue
+        expected_kind = GPU_CATS[e["cat"]]
+        if expected_kind and k.kind != expected_kind:
+            problems.append(f"{where}: category {e['cat']} but kind {k.kind}")
+        grid, block = args.get("grid"), args.get("block")
+        threads = math.prod(block) if block else None
+        d = k.details
+        if k.library == "FlashAttention-2" and d.get("function") == "flash_fwd_kernel":
+            if threads is not None and d.get("threads") != threads:
+                problems.append(f"{where}: {d.get('warps')} warps x 32 != {threads} block threads")
+            if shape.get("head_dim") is not None and d.get("head_dim") != shape["head_dim"]:
+                problems.append(f"{where}: head_dim {d.get('head_dim')} != shape {shape['head_dim']}")
+            # flash_fwd_launch_template.h: dim3 grid(num_m_block, params.b, params.h)
+            if grid and shape and not (_covers(grid[0], d["block_m"], shape["seq"])
+                                       and grid[1] == shape["batch"] and grid[2] == shape["heads"]):
+                problems.append(f"{where}: grid {grid} is not [seq/{d['block_m']}, batch, heads] for {shape}")
+        if k.library == "CUTLASS (xformers mem-efficient)" and d.get("direction") == "forward":
+            q = d.get("queries_per_block")
+            # kernel_forward.h getBlocksGrid: (ceil(num_queries / kQueriesPerBlock), num_heads, num_batches)
+            if grid and shape and q and not (_covers(grid[0], q, shape["seq"])
+                                             and grid[1] == shape["heads"] and grid[2] == shape["batch"]):
+                problems.append(f"{where}: grid {grid} is not [seq/{q}, heads, batch] for {shape}")
+        if k.kind == "attention" and k.dtype in ("bf16", "fp16") and shape.get("dtype"):
+            if {"bf16": "bfloat16", "fp16": "float16"}[k.dtype] != shape["dtype"]:
+                problems.append(f"{where}: dtype {k.dtype} but the inputs are {shape['dtype']}")
+        if k.kind == "softmax" and "elements_per_row" in d and shape.get("seq"):
+            # the warp softmax pads each row of seq keys to the next power of two
+            if not d["elements_per_row"] >= shape["seq"] > d["elements_per_row"] // 2:
+                problems.append(f"{where}: rows of {d['elements_per_row']} for seq {shape['seq']}")
+        if k.kind == "softmax" and k.library == "ATen" and shape.get("dtype"):
+            # the softmax reads the scores: the inputs' dtype, or fp32 in the upcasting math backend
+            want = "fp32" if stage == "sdpa_math" else SHORT_DTYPES.get(shape["dtype"])
+            if k.dtype != want:
+                problems.append(f"{where}: softmax dtype {k.dtype}, expected {want} for {stage}")
+        if k.kind == "gemm" and k.library.startswith(("cuBLAS", "CUTLASS")) and shape.get("dtype"):
+            # the math backend upcasts to fp32 and cuBLAS runs it on CUDA cores (no TF32 by default)
+            fp32 = stage == "sdpa_math" or shape["dtype"] == "float32"
+            want = FFMA if fp32 else TENSOR_CORES
+            if k.math != want:
+                problems.append(f"{where}: math {k.math!r}, expected {want!r} for {stage} {shape['dtype']}")
+    assert not problems, "\n".join(problems)
+
+
+# --- (3) fuzz: random and truncated names never raise ---------------------------------------
+
+ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:<>(),*& #{}[]-.x"
+
+
+def _check(text) -> None:
+    k = decode(text)
+    assert isinstance(k, KernelName)
+    assert k.kind in KINDS and isinstance(k.library, str) and isinstance(k.details, dict)
+    assert isinstance(k.summary, str) and k.summary
+
+
+def test_fuzz_truncations_of_every_example():
+    for name in EXAMPLES:
+        for cut in range(len(name) + 1):
+            _check(name[:cut])
+            _check(name[cut:])
+
+
+def test_fuzz_random_strings_and_mutations():
+    rng = random.Random(20241202)
+    for _ in range(3000):
+        _check("".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 200))))
+    pieces = ["<", ">", "(", ")", ",", "::", "_", "x", "128", "true", "{lambda(", ")#1}", "Flash_",
+              "flash_fwd_kernel", "fmha_cutlassF_", "nvjet_", "cudnn_generated_", "triton_per_fused_",
+              "sm80_xmma_gemm_", "at::native::", "softmax_warp_forward<", "Memcpy ", "Memset ("]
+    for _ in range(3000):
+        base = list(rng.choice(EXAMPLES))
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randint(0, len(base))
+            if rng.random() < 0.5 and base:
+                del base[min(at, len(base) - 1)]
+            else:
+                base[at:at] = list(rng.choice(pieces))
+        _check("".join(base))
+    for _ in range(500):
+        _check("".join(rng.choice(pieces) for _ in range(rng.randint(1, 30))))
+
+
+@pytest.mark.parametrize("value", [None, "", " ", 123, 4.5, b"nvjet_sm90", ["a"], "\x00\xff", "<" * 5000,
+                                   "flash_fwd_kernel" + "<" * 3000, "fmha_cutlassF" + "_" * 3000])
+def test_odd_inputs(value):
+    _check(value)
