@@ -7,7 +7,7 @@ from typing import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.io.base_renderers import MimetypeRenderer
+from plotly.io.base_renderers import MimetypeRenderer, PlotlyRenderer
 
 from .profile import Profile
 
@@ -33,17 +33,18 @@ pio.templates["attention_profiled"] = go.layout.Template(layout=go.Layout(
 
 
 class BookRenderer(MimetypeRenderer):
-    """A div that uses the one plotly.js the book loads from _static, instead of inlining 3+ MB."""
+    """One output, two forms: JupyterLab draws the plotly mimetype itself; the static book takes
+    a div that uses the one plotly.js it loads from _static, instead of inlining 3+ MB a chart."""
 
     def to_mimebundle(self, fig_dict):
-        fig = go.Figure(fig_dict)
-        return {"text/html": fig.to_html(include_plotlyjs=False, full_html=False,
-                                         config={"displaylogo": False, "responsive": True})}
+        bundle = PlotlyRenderer(config={"displaylogo": False}).to_mimebundle(fig_dict)
+        bundle["text/html"] = go.Figure(fig_dict).to_html(
+            include_plotlyjs=False, full_html=False, config={"displaylogo": False, "responsive": True})
+        return bundle
 
 
 pio.renderers["book"] = BookRenderer()
-# JupyterLab draws the plotly mimetype itself; the static book takes the HTML
-pio.renderers.default = "plotly_mimetype+book"
+pio.renderers.default = "book"
 pio.templates.default = "plotly+attention_profiled"
 
 
@@ -76,7 +77,7 @@ def kernel_durations(prof: Profile) -> go.Figure:
             marker_color=[KIND_COLORS.get(k, KIND_COLORS["unknown"]) for k in events["kind"]],
             marker_line=dict(width=0), opacity=0.55 + 0.15 * (step - table["step"].min()),
             customdata=list(zip(events["name"].map(literal), events["launched_by"].fillna(""),
-                                events["top_op"].fillna(""))),
+                                events["top_aten_op"].fillna(""))),
             hovertemplate="%{customdata[0]}<br>%{y:.1f} µs, launched by %{customdata[1]} "
                           "in %{customdata[2]}<extra>%{fullData.name}</extra>")
     fig.update_layout(barmode="group", yaxis_title="duration (µs)", height=420)

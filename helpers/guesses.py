@@ -35,7 +35,7 @@ def default_guess(stage: str) -> Guess:
 
 
 def _describe(event) -> str:
-    launched = f", launched by {event.top_op}" if isinstance(event.top_op, str) else ""
+    launched = f", launched by {event.top_aten_op}" if isinstance(event.top_aten_op, str) else ""
     via = f" through {event.launched_by}" if isinstance(event.launched_by, str) else ""
     return f"a {event.kind} you did not guess{launched}{via}"
 

@@ -21,7 +21,7 @@ def kernel_table(prof: Profile, step: int | None = None) -> pd.DataFrame:
         "kind": k["kind"],
         "reads as": k["summary"],
         "launched by": k["launched_by"],
-        "aten op": k["top_op"].where(k["top_op"] == k["op"], k["top_op"] + " → " + k["op"]),
+        "aten op": k["top_aten_op"].where(k["top_aten_op"] == k["aten_op"], k["top_aten_op"] + " → " + k["aten_op"]),
         "µs": k["dur_us"].round(1),
         "regs/thread": k["registers_per_thread"],
         "shared mem (B)": k["shared_memory_bytes"],

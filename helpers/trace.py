@@ -23,12 +23,12 @@ LAUNCH_CALLS = re.compile(r"^(cuda|cu)(LaunchKernel|LaunchCooperativeKernel|Memc
 STEP_COLUMNS = ["step", "start_us", "dur_us", "end_us"]
 CPU_OP_COLUMNS = ["step", "name", "category", "depth", "parent", "start_us", "dur_us", "end_us",
                   "self_us", "external_id", "tid", "input_dims"]
-LAUNCH_COLUMNS = ["step", "name", "category", "start_us", "dur_us", "correlation", "op", "top_op",
+LAUNCH_COLUMNS = ["step", "name", "category", "start_us", "dur_us", "correlation", "aten_op", "top_aten_op",
                   "tid"]
 GPU_EVENT_COLUMNS = ["step", "name", "category", "start_us", "dur_us", "end_us", "stream",
                      "registers_per_thread", "shared_memory_bytes", "grid", "block",
                      "threads_per_block", "grid_blocks", "est_occupancy_pct", "bytes",
-                     "correlation", "launched_by", "op", "top_op", "launch_start_us"]
+                     "correlation", "launched_by", "aten_op", "top_aten_op", "launch_start_us"]
 
 
 def _complete(events: list[dict], categories) -> list[dict]:
@@ -114,7 +114,7 @@ def launches(events: list[dict]) -> pd.DataFrame:
              "dur_us": float(e["dur"]), "correlation": e.get("args", {}).get("correlation"),
              "tid": e.get("tid")}
             for e in _complete(events, LAUNCH_CATEGORIES) if LAUNCH_CALLS.match(e["name"])]
-    frame = pd.DataFrame(rows, columns=[c for c in LAUNCH_COLUMNS if c not in ("step", "op")])
+    frame = pd.DataFrame(rows, columns=[c for c in LAUNCH_COLUMNS if c not in ("step", "aten_op", "top_aten_op")])
     frame["step"] = _step_of(frame["start_us"], steps(events))
     ops = _all_host_ops(events)
     innermost, outermost = [], []
@@ -124,7 +124,7 @@ def launches(events: list[dict]) -> pd.DataFrame:
         # innermost: the op that called the runtime; outermost: the line of user code
         innermost.append(holding["name"].iloc[-1] if len(holding) else None)
         outermost.append(holding["name"].iloc[0] if len(holding) else None)
-    frame["op"], frame["top_op"] = innermost, outermost
+    frame["aten_op"], frame["top_aten_op"] = innermost, outermost
     return frame[LAUNCH_COLUMNS].sort_values("start_us", ignore_index=True)
 
 
@@ -149,7 +149,7 @@ def gpu_events(events: list[dict]) -> pd.DataFrame:
             "est_occupancy_pct": args.get("est. achieved occupancy %"),
             "bytes": args.get("bytes"), "correlation": args.get("correlation")})
     frame = pd.DataFrame(rows, columns=[c for c in GPU_EVENT_COLUMNS
-                                        if c not in ("step", "launched_by", "op", "top_op",
+                                        if c not in ("step", "launched_by", "aten_op", "top_aten_op",
                                                      "launch_start_us")])
     for column in ("registers_per_thread", "shared_memory_bytes", "threads_per_block",
                    "grid_blocks", "est_occupancy_pct", "bytes", "correlation"):
@@ -158,14 +158,14 @@ def gpu_events(events: list[dict]) -> pd.DataFrame:
     linked = frame["correlation"].map(lambda c: c in calls.index if pd.notna(c) else False)
     frame["step"] = pd.Series(pd.NA, index=frame.index, dtype="Int64")
     frame["launched_by"] = None
-    frame["op"] = None
-    frame["top_op"] = None
+    frame["aten_op"] = None
+    frame["top_aten_op"] = None
     frame["launch_start_us"] = np.nan
     hit = frame.loc[linked, "correlation"].astype("int64")
     frame.loc[linked, "step"] = calls.loc[hit, "step"].to_numpy()
     frame.loc[linked, "launched_by"] = calls.loc[hit, "name"].to_numpy()
-    frame.loc[linked, "op"] = calls.loc[hit, "op"].to_numpy()
-    frame.loc[linked, "top_op"] = calls.loc[hit, "top_op"].to_numpy()
+    frame.loc[linked, "aten_op"] = calls.loc[hit, "aten_op"].to_numpy()
+    frame.loc[linked, "top_aten_op"] = calls.loc[hit, "top_aten_op"].to_numpy()
     frame.loc[linked, "launch_start_us"] = calls.loc[hit, "start_us"].to_numpy()
     return frame[GPU_EVENT_COLUMNS].sort_values("start_us", ignore_index=True)
 
