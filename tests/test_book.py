@@ -1,0 +1,81 @@
+"""The book builds from the repo with warnings as errors, executing every notebook (in replay here)."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [c["file"] for c in part["chapters"]]
+    return files
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("book")
+    jb = Path(sys.executable).parent / "jupyter-book"
+    result = subprocess.run([str(jb), "build", str(ROOT), "-W", "-n", "--keep-going", "--path-output", str(out)],
+                            capture_output=True, text=True, timeout=3000)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
+    return out / "_build" / "html"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_are_committed_without_outputs(path):
+    cells = json.loads(path.read_text())["cells"]
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            assert not cell.get("outputs") and cell.get("execution_count") is None, path.name
+
+
+def test_every_notebook_is_in_the_toc():
+    listed = set(toc_files())
+    for path in NOTEBOOKS:
+        assert f"notebooks/{path.stem}" in listed
+
+
+def test_book_has_a_page_per_notebook_with_its_charts(built_book):
+    for path in NOTEBOOKS:
+        page = built_book / "notebooks" / f"{path.stem}.html"
+        assert page.exists(), page
+        html = page.read_text()
+        charts = sum('charts.' in "".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                     if c["cell_type"] == "code")
+        assert html.count("Plotly.newPlot") >= charts, path.stem
+        assert "Traceback" not in html, path.stem
+        assert "cell_output" in html, f"{path.stem} was not executed"
+
+
+def test_plotly_js_is_loaded_once_from_static(built_book):
+    assert (built_book / "_static" / "plotly.min.js").exists()
+    for page in built_book.glob("notebooks/*.html"):
+        html = page.read_text()
+        assert html.count("plotly.min.js") == 1
+        assert len(html.encode()) < 3_000_000, f"{page.name} inlines plotly.js?"
+
+
+def test_replay_banner_is_on_every_stage_page(built_book):
+    for path in NOTEBOOKS:
+        html = (built_book / "notebooks" / f"{path.stem}.html").read_text()
+        assert "Replaying" in html or "live on" in html, path.stem
+
+
+def test_prose_numbers_come_from_the_trace(built_book):
+    from helpers import profile_stage
+    prof = profile_stage("naive", mode="replay", quiet=True)
+    text = re.sub(r"<[^>]+>", "", (built_book / "notebooks" / "01_naive.html").read_text())
+    text = re.sub(r"\s+", " ", text)
+    summary = prof.summary()
+    assert f"One forward launched {summary['gpu_events']} GPU events" in text
+    assert f"{round(summary['gpu_time_us'], 1)} µs per forward" in text
