@@ -15,7 +15,7 @@ from helpers.kernel_names import FFMA, KINDS, TENSOR_CORES, KernelName, decode, 
 ROOT = Path(__file__).resolve().parent.parent
 # KERNEL_NAMES_TRACES points the trace checks at another folder (a fresh recording, say)
 TRACE_ROOT = Path(os.environ.get("KERNEL_NAMES_TRACES", ROOT / "notebooks" / "traces"))
-TRACES = sorted(TRACE_ROOT.glob("**/*.json.gz"))
+TRACES = sorted(TRACE_ROOT.glob("*/*__*.json.gz"))  # the stage traces (experiments hold custom kernels)
 
 NVJET_A = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"
 NVJET_B = "nvjet_sm90_tst_64x512_64x2_1x2_h_bz_coopB_NNT"
