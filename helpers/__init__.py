@@ -35,18 +35,32 @@ def resolve_mode(mode: str = "auto") -> str:
 
 def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
                   quiet: bool = False) -> Profile:
-    """Profile `stage` live, or replay its recorded trace; print which, in one line."""
+    """Profile `stage` live, or replay its recorded trace; print which, in one line.
+
+    In "auto" mode a stage this GPU can't run (flash on a T4, say) is replayed instead, with
+    the reason; in "live" mode it raises StageUnavailable."""
+    from .replay import replay
     get_stage(stage)
     if resolve_mode(mode) == "live":
         from .capture import capture
-        prof = capture(stage, shape)
+        try:
+            prof = capture(stage, shape)
+        except StageUnavailable as err:
+            if mode == "live":
+                raise
+            print(f"{err} Showing the recorded trace instead.")
+            prof = replay(stage, shape)
     else:
-        from .replay import replay
         prof = replay(stage, shape)
     if not quiet:
         print(prof.banner())
     return prof
 
 
+def profile_stages(stages, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict[str, Profile]:
+    """Several stages at one shape, by name, each with its banner."""
+    return {name: profile_stage(name, shape, mode) for name in stages}
+
+
 __all__ = ["DEFAULT_SHAPE", "STAGES", "Profile", "Provenance", "Shape", "Stage",
-           "StageUnavailable", "TraceError", "get_stage", "profile_stage", "resolve_mode"]
+           "StageUnavailable", "TraceError", "get_stage", "profile_stage", "profile_stages", "resolve_mode"]

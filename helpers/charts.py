@@ -1,7 +1,9 @@
 """Every plotly chart of the book, in one style, so a reader learns to read a chart once."""
 from __future__ import annotations
 
+import hashlib
 import html
+import json
 from typing import Sequence
 
 import pandas as pd
@@ -36,10 +38,16 @@ class BookRenderer(MimetypeRenderer):
     """One output, two forms: JupyterLab draws the plotly mimetype itself; the static book takes
     a div that uses the one plotly.js it loads from _static, instead of inlining 3+ MB a chart."""
 
+    shown = 0
+
     def to_mimebundle(self, fig_dict):
         bundle = PlotlyRenderer(config={"displaylogo": False}).to_mimebundle(fig_dict)
+        # a div id from the figure itself, so that running a notebook twice gives the same page
+        BookRenderer.shown += 1
+        digest = hashlib.sha1(json.dumps(fig_dict, sort_keys=True, default=str).encode()).hexdigest()
         bundle["text/html"] = go.Figure(fig_dict).to_html(
-            include_plotlyjs=False, full_html=False, config={"displaylogo": False, "responsive": True})
+            include_plotlyjs=False, full_html=False, div_id=f"fig-{digest[:12]}-{BookRenderer.shown}",
+            config={"displaylogo": False, "responsive": True})
         return bundle
 
 
@@ -148,3 +156,14 @@ def timeline(prof: Profile, step: int | None = None) -> go.Figure:
                       yaxis=dict(categoryorder="array", categoryarray=order))
     return _title(fig, f"{prof.stage}: one forward (ProfilerStep#{step or prof.forward_step})",
                   "CPU lane (aten ops by depth) above the GPU lane; dotted lines link each launch to its event")
+
+
+def sweep_lines(table: pd.DataFrame, x: str = "seq", y: str = "gpu_time_us") -> go.Figure:
+    """GPU time per forward against one shape parameter, a line per stage (from `widgets.sweep`)."""
+    fig = go.Figure()
+    for stage, rows in table.groupby("stage", sort=False):
+        rows = rows.sort_values(x)
+        fig.add_scatter(x=rows[x], y=rows[y], mode="lines+markers", name=stage,
+                        hovertemplate=f"{stage}<br>{x} %{{x}}: %{{y:.1f}} µs<extra></extra>")
+    fig.update_layout(xaxis_title=x, yaxis_title="GPU µs per forward", yaxis_type="log", height=420)
+    return _title(fig, f"GPU time per forward against {x}", "log scale; each point is one profiled shape")

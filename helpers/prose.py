@@ -32,6 +32,12 @@ def glue_summary(prof: Profile, prefix: str | None = None) -> dict:
     return values
 
 
+def glue_profiles(profiles) -> None:
+    """glue_summary for each profile of a {stage: Profile} mapping."""
+    for prof in profiles.values():
+        glue_summary(prof)
+
+
 def perfetto_note(prof: Profile) -> Markdown:
     """How to open this very trace in Perfetto."""
     where = (f"`{prof.trace_path.relative_to(prof.trace_path.parents[2])}`"

@@ -16,6 +16,7 @@ pd.set_option("display.width", 250)
 def kernel_table(prof: Profile, step: int | None = None) -> pd.DataFrame:
     """One forward's GPU events with each name decoded and its launch arguments."""
     k = prof.kernels(step)
+    k.index = pd.RangeIndex(1, len(k) + 1, name="#")
     return pd.DataFrame({
         "kernel": k["name"],
         "kind": k["kind"],
@@ -28,7 +29,7 @@ def kernel_table(prof: Profile, step: int | None = None) -> pd.DataFrame:
         "grid": k["grid"],
         "block": k["block"],
         "CUPTI occ. %": k["est_occupancy_pct"],
-    }, index=pd.RangeIndex(1, len(k) + 1, name="#"))
+    })
 
 
 def op_tree(prof: Profile, step: int | None = None, min_us: float = 0.0) -> pd.DataFrame:
@@ -51,4 +52,57 @@ def summary_table(profiles: Sequence[Profile]) -> pd.DataFrame:
                      "GPU µs": round(s["gpu_time_us"], 1), "CPU µs": round(s["cpu_time_us"], 1),
                      "do_bench µs": None if s["do_bench_us"] is None else round(s["do_bench_us"], 1),
                      "aten ops": s["aten_ops"]})
+    return pd.DataFrame(rows).set_index("stage")
+
+
+def at_a_glance(profiles: dict, revealed: dict[str, str]) -> pd.DataFrame:
+    """The article's closing table rebuilt from these runs, beside the article's A100 reference."""
+    from .article import reference_columns
+    from .stages import get_stage
+    rows = []
+    for name, prof in profiles.items():
+        s = prof.summary()
+        rows.append({"variant": get_stage(name).title, "what changed": get_stage(name).what_changed,
+                     "GPU events per forward": s["gpu_events"], "GPU µs": round(s["gpu_time_us"], 1),
+                     "CPU µs": round(s["cpu_time_us"], 1),
+                     "do_bench µs": None if s["do_bench_us"] is None else round(s["do_bench_us"], 1),
+                     "what the trace revealed": revealed.get(name, "")})
+    frame = pd.DataFrame(rows, index=pd.Index(list(profiles), name="stage"))
+    return frame.join(reference_columns(profiles))
+
+
+def decoded_fields(prof: Profile, step: int | None = None) -> pd.DataFrame:
+    """Every field the decoder reads from the forward's kernel names, one row per field."""
+    from .kernel_names import decode
+    rows = []
+    for name in prof.gpu_events(step).query("category == 'kernel'")["name"]:
+        k = decode(name)
+        fields = {"kind": k.kind, "library": k.library, "op": k.op, "dtype": k.dtype, "math": k.math,
+                  "arch": k.arch, "tile": k.tile, **k.details}
+        rows += [{"kernel": k.summary, "field": f, "value": str(v)} for f, v in fields.items()
+                 if v not in (None, "", [], {})]
+    return pd.DataFrame(rows).set_index(["kernel", "field"])
+
+
+def timer_agreement(profiles: dict, tolerance: float = 0.05) -> pd.DataFrame:
+    """The profiler's GPU time per forward against do_bench's median, and what a gap means."""
+    rows = []
+    for name, prof in profiles.items():
+        s = prof.summary()
+        bench, gpu, cpu = s["do_bench_us"], s["gpu_time_us"], s["cpu_time_us"]
+        if bench is None:
+            verdict, ratio = "no independent timing recorded", None
+        else:
+            ratio = bench / gpu
+            if abs(ratio - 1) <= tolerance:
+                verdict = f"agree within {tolerance:.0%}: GPU-bound"
+            elif ratio > 1:
+                verdict = (f"do_bench is {ratio:.2f}× the kernel time: bound by the CPU "
+                           f"({cpu:.0f} µs of CPU per forward for {gpu:.0f} µs of GPU work)")
+            else:
+                verdict = f"do_bench is {ratio:.2f}× the kernel time"
+        rows.append({"stage": name, "profiler GPU µs": round(gpu, 1),
+                     "do_bench µs": None if bench is None else round(bench, 1),
+                     "do_bench / profiler": None if ratio is None else round(ratio, 3),
+                     "CPU µs": round(cpu, 1), "reading": verdict})
     return pd.DataFrame(rows).set_index("stage")

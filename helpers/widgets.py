@@ -62,3 +62,55 @@ def guess_form(stage: str, prof: Profile, previous: Profile | None = None) -> Gu
     """Show the guess as text (for the book) and as a form (for a live kernel)."""
     display(guess_card(stage, previous.stage if previous else None))
     return GuessForm(stage, prof, previous)
+
+
+def sweep(stages, shapes, mode: str = "auto") -> "pd.DataFrame":
+    """Profile every stage at every shape, with a progress bar; one summary row per pair."""
+    import pandas as pd
+
+    from . import profile_stage
+    bar = w.IntProgress(min=0, max=len(stages) * len(shapes), description="profiling")
+    display(bar)
+    rows = []
+    for shape in shapes:
+        for stage in stages:
+            prof = profile_stage(stage, shape, mode, quiet=True)
+            rows.append({"stage": stage, **shape.as_dict(), **prof.summary().drop("stage").to_dict()})
+            bar.value += 1
+    bar.description = "done"
+    return pd.DataFrame(rows)
+
+
+def shape_explorer(stages) -> w.VBox:
+    """Pick a shape and re-profile the stages. Live: any shape; in replay: the recorded ones."""
+    from . import resolve_mode
+    from .replay import recorded_shapes
+    from .stages import DEFAULT_SHAPE, DTYPES, Shape
+    out = w.Output()
+    if resolve_mode() == "live":
+        controls = {name: w.IntText(value=getattr(DEFAULT_SHAPE, name), description=name)
+                    for name in ("batch", "heads", "seq", "head_dim")}
+        controls["dtype"] = w.Dropdown(options=sorted(DTYPES), value=DEFAULT_SHAPE.dtype, description="dtype")
+        read = lambda: Shape(**{k: c.value for k, c in controls.items()})  # noqa: E731
+        boxes = list(controls.values())
+    else:
+        common = set.intersection(*(set(recorded_shapes(s)) for s in stages))
+        options = [(s.key, s) for s in sorted(common, key=lambda s: (s.head_dim, s.seq))]
+        pick = w.Dropdown(options=options, value=DEFAULT_SHAPE, description="recorded")
+        read = lambda: pick.value  # noqa: E731
+        boxes = [pick, w.HTML("<small>In replay the shapes are those recorded on the GPU.</small>")]
+    button = w.Button(description="Profile", button_style="primary", icon="play")
+
+    def run(_=None):
+        out.clear_output()
+        with out:
+            try:
+                shape = read()
+                table = sweep(stages, [shape])
+            except (ValueError, RuntimeError) as err:  # bad shape, backend unavailable: say why
+                print(err)
+                return
+            display(table.set_index("stage")[["gpu_events", "gpu_time_us", "cpu_time_us", "do_bench_us"]])
+
+    button.on_click(run)
+    return w.VBox(boxes + [button, out])

@@ -79,3 +79,25 @@ def test_prose_numbers_come_from_the_trace(built_book):
     summary = prof.summary()
     assert f"One forward launched {summary['gpu_events']} GPU events" in text
     assert f"{round(summary['gpu_time_us'], 1)} µs per forward" in text
+
+
+def _executed_outputs(path: Path) -> list:
+    import nbclient
+    import nbformat
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    outputs = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = {k: v for k, v in out.get("data", {}).items() if "widget" not in k}
+            text = json.dumps([data, out.get("text", "")], sort_keys=True)
+            outputs.append(re.sub(r"[0-9a-f]{32}", "<id>", text))  # widget model ids are random
+    return outputs
+
+
+@pytest.mark.parametrize("name", ["02_inplace", "08_at_a_glance"])
+def test_restart_and_run_all_twice_gives_the_same_results(name):
+    path = ROOT / "notebooks" / f"{name}.ipynb"
+    first, second = _executed_outputs(path), _executed_outputs(path)
+    assert first and first == second
