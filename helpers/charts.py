@@ -30,7 +30,8 @@ pio.templates["attention_profiled"] = go.layout.Template(layout=go.Layout(
     yaxis=dict(gridcolor="rgba(138,143,152,0.25)", zerolinecolor="rgba(138,143,152,0.4)"),
     hoverlabel=dict(font=dict(family="ui-monospace, SFMono-Regular, Menlo, monospace", size=12),
                     align="left"),
-    margin=dict(l=60, r=20, t=60, b=50), legend=dict(orientation="h", y=-0.2),
+    margin=dict(l=60, r=20, t=90, b=50),
+    legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"),
     colorway=list(KIND_COLORS.values())))
 
 
