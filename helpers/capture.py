@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -103,6 +101,6 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
         fields["cuda_event_time_us"] = cuda_event_time_us(forward)
     if independent_timer:
         fields["do_bench_us"] = do_bench_us(forward)
-    del inputs
+    inputs.clear()  # free the tensors before the next stage allocates its own
     torch.cuda.empty_cache()
     return Profile(events, Provenance(**fields))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 
 import ipywidgets as w
+import pandas as pd
 from IPython.display import HTML, display
 
 from .guesses import Guess, compare, default_guess
@@ -64,9 +65,8 @@ def guess_form(stage: str, prof: Profile, previous: Profile | None = None) -> Gu
     return GuessForm(stage, prof, previous)
 
 
-def sweep(stages, shapes, mode: str = "auto") -> "pd.DataFrame":
+def sweep(stages, shapes, mode: str = "auto") -> pd.DataFrame:
     """Profile every stage at every shape, with a progress bar; one summary row per pair."""
-    import pandas as pd
 
     from . import profile_stage
     bar = w.IntProgress(min=0, max=len(stages) * len(shapes), description="profiling")

@@ -2,7 +2,6 @@
 import gzip
 import json
 import shutil
-import warnings
 
 import pandas as pd
 import pytest
@@ -10,7 +9,7 @@ import torch
 
 import helpers
 from helpers import Profile, Shape, StageUnavailable, TraceError, get_stage, profile_stage
-from helpers.replay import recorded, replay, trace_path
+from helpers.replay import recorded, replay
 from conftest import TRACES
 
 
