@@ -252,7 +252,14 @@ CHECKS: dict[str, Callable[[Profiles], list[Verdict]]] = {
                              launched_by_ex(p["sdpa_cudnn"]),
                              fastest_backend({k: p[k] for k in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")},
                                              p.get("sdpa_auto"))],
+    "hub_flash": lambda p: _hub_verdicts(p["hub_flash"], p["sdpa_flash"]),
 }
+NEEDS = {"inplace": ("naive",), "sdpa_cudnn": ("sdpa_flash", "sdpa_efficient"), "hub_flash": ("sdpa_flash",)}
+
+
+def _hub_verdicts(hub: Profile, sdpa: Profile) -> list[Verdict]:
+    from .hub import verdict_list
+    return verdict_list(hub, sdpa)
 
 
 def check(stage: str, profiles: Profiles) -> pd.DataFrame:
@@ -264,7 +271,6 @@ def revealed(profiles: Profiles) -> dict[str, str]:
     """One line per stage for the closing table: each claim and its verdict on this GPU."""
     lines = {}
     for stage in CHECKS:
-        needed = {"inplace": ("naive",), "sdpa_cudnn": ("sdpa_flash", "sdpa_efficient")}.get(stage, ())
-        if stage in profiles and all(n in profiles for n in needed):
+        if stage in profiles and all(n in profiles for n in NEEDS.get(stage, ())):
             lines[stage] = "; ".join(f"{v.claim}: {v.verdict}" for v in CHECKS[stage](profiles))
     return lines

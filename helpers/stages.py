@@ -284,3 +284,30 @@ def get_stage(name: str) -> Stage:
         return STAGES[name]
     except KeyError:
         raise ValueError(f"Unknown stage {name!r}. Registered stages: {', '.join(STAGES)}.") from None
+
+
+# --- beyond the article: FlashAttention-2 from the Hugging Face Hub, through `kernels` ---------
+# helpers/hub.py loads it (get_kernel("kernels-community/flash-attn2", version=3)) in
+# extra_inputs, outside the forward, and lays q, k, v out as [batch, seq, heads, head_dim]; a
+# kernel that can't be loaded raises StageUnavailable with the cause and the fix.
+def _hub_flash_forward(x: dict) -> torch.Tensor:
+    from .hub import hub_flash_forward
+    return hub_flash_forward(x)
+
+
+def _add_hub_kernel(inputs: dict) -> None:
+    from .hub import add_hub_kernel
+    add_hub_kernel(inputs)
+
+
+register(Stage(
+    "hub_flash", "FlashAttention-2 from the Hub",
+    "flash_attn_func from kernels-community/flash-attn2 (loaded with kernels), on [batch, seq, heads, dim] inputs",
+    _hub_flash_forward,
+    Requirement("the Hub's FlashAttention-2 builds need an Ampere-or-newer GPU (sm 8.0+) and fp16/bf16",
+                **AMPERE_HALF, max_head_dim=256),
+    notebook="04d_hub_flash",
+    source=('flash_attn = get_kernel("kernels-community/flash-attn2", version=3)  # once, outside the forward\n'
+            "# q, k, v made as [batch, seq, heads, head_dim], the layout FlashAttention takes\n"
+            "out = flash_attn.flash_attn_func(q, k, v, causal=True)"),
+    guess_kinds=("attention",), extra_inputs=_add_hub_kernel))

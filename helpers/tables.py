@@ -66,7 +66,8 @@ def at_a_glance(profiles: dict, revealed: dict[str, str]) -> pd.DataFrame:
                      "GPU events per forward": s["gpu_events"], "GPU µs": round(s["gpu_time_us"], 1),
                      "CPU µs": round(s["cpu_time_us"], 1),
                      "do_bench µs": None if s["do_bench_us"] is None else round(s["do_bench_us"], 1),
-                     "what the trace revealed": revealed.get(name, "")})
+                     "what the trace revealed": revealed.get(name, ""),
+                     "measured": f"{prof.mode} on {prof.provenance.gpu}"})
     frame = pd.DataFrame(rows, index=pd.Index(list(profiles), name="stage"))
     return frame.join(reference_columns(profiles))
 
