@@ -7,7 +7,7 @@ from helpers import guesses, profile_stage, tables, claims
 from helpers.guesses import Guess
 from conftest import raw_document
 
-STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto"]
+STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "hub_flash", "sdpa_cudnn", "sdpa_auto"]
 
 
 @pytest.fixture(scope="module")
