@@ -2,6 +2,8 @@
 
 Charts are rendered with include_plotlyjs=False (helpers/charts.py), so each page carries only its
 figures' data; this puts the plotly.js that ships with the installed plotly package beside them.
+Pages load it only where it is needed: every notebook page, and any other page with a chart
+(4.7 MB that the intro, the glossary or the search page have no use for).
 """
 from pathlib import Path
 
@@ -16,7 +18,13 @@ def copy_plotly_js(app, exception):
         copy_asset_file(str(PLOTLY_JS), str(Path(app.outdir) / "_static"))
 
 
+def add_plotly_js(app, pagename, templatename, context, doctree):
+    is_notebook = context.get("page_source_suffix") == ".ipynb"
+    if is_notebook or "Plotly.newPlot" in context.get("body", ""):
+        app.add_js_file("plotly.min.js")
+
+
 def setup(app):
-    app.add_js_file("plotly.min.js")
+    app.connect("html-page-context", add_plotly_js)
     app.connect("build-finished", copy_plotly_js)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Start JupyterLab on the book's notebooks: the GPU Space's entry point, and usable on any machine.
+#
+#   space/start.sh                       # 0.0.0.0:7860, token required
+#   ATTN_PROFILED_PORT=8899 ATTN_PROFILED_HOST=127.0.0.1 space/start.sh
+#
+# The token is always on. It is read from JUPYTER_TOKEN (on a Space: a secret of that name) or
+# from the file JUPYTER_TOKEN_FILE names. With neither, one is generated and written to
+# $ATTN_PROFILED_TOKEN_FILE (default ~/.attention_profiled_jupyter_token, mode 600), and this
+# script prints where it is, never the token itself. On a Hugging Face Space (SPACE_ID is set)
+# with no JUPYTER_TOKEN secret it refuses to start: a generated token could only reach you
+# through the Space's logs.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+HOST="${ATTN_PROFILED_HOST:-0.0.0.0}"
+PORT="${ATTN_PROFILED_PORT:-${PORT:-7860}}"
+NOTEBOOKS="${ATTN_PROFILED_NOTEBOOKS:-$ROOT/notebooks}"
+
+if [ -z "${JUPYTER_TOKEN:-}" ] && [ -z "${JUPYTER_TOKEN_FILE:-}" ]; then
+  if [ -n "${SPACE_ID:-}" ]; then
+    echo "start.sh: this Space has no JUPYTER_TOKEN secret. Add one under Settings -> Variables and" >&2
+    echo "secrets (a long random string, e.g. python -c 'import secrets; print(secrets.token_hex(24))')," >&2
+    echo "then restart the Space. JupyterLab never runs here without a token." >&2
+    exit 2
+  fi
+  TOKEN_FILE="${ATTN_PROFILED_TOKEN_FILE:-$HOME/.attention_profiled_jupyter_token}"
+  mkdir -p "$(dirname "$TOKEN_FILE")"
+  (umask 077 && python3 -c 'import secrets; print(secrets.token_hex(24), end="")' > "$TOKEN_FILE")
+  export JUPYTER_TOKEN_FILE="$TOKEN_FILE"
+  echo "start.sh: JUPYTER_TOKEN is not set; generated a token and wrote it to $TOKEN_FILE (mode 600)."
+  echo "start.sh: open http://$HOST:$PORT/lab and paste it, or http://$HOST:$PORT/lab?token=\$(cat $TOKEN_FILE)"
+fi
+
+args=(
+  --ip="$HOST" --port="$PORT" --no-browser
+  --ServerApp.root_dir="$NOTEBOOKS"
+  # the book's machines (and a Space) need nothing from the network: no news, no update checks
+  --LabApp.news_url=None
+  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
+)
+if [ -n "${SPACE_ID:-}" ]; then
+  # a Space shows its app in an iframe on huggingface.co, served from <owner>-<space>.hf.space:
+  # allow that one embedder, and send the login cookie to it (over https only)
+  args+=(
+    "--ServerApp.tornado_settings={'headers': {'Content-Security-Policy': \"frame-ancestors 'self' https://huggingface.co\"}}"
+    "--ServerApp.cookie_options={'SameSite': 'None', 'Secure': True}"
+  )
+fi
+if [ "$(id -u)" = 0 ]; then
+  args+=(--allow-root)  # containers and CI often run as root; a Space runs as uid 1000
+fi
+
+cd "$ROOT"
+exec jupyter lab "${args[@]}"
