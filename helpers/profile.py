@@ -72,7 +72,7 @@ class Profile:
     # --- tables -------------------------------------------------------------------------------
     @cached_property
     def _gpu(self) -> pd.DataFrame:
-        return trace.gpu_events(self.events)
+        return trace.gpu_events(self.events, self._launches)
 
     @cached_property
     def _cpu(self) -> pd.DataFrame:
@@ -85,7 +85,7 @@ class Profile:
     @cached_property
     def per_step(self) -> pd.DataFrame:
         """One row per active profiler step (one forward each)."""
-        table = trace.per_step(self.events)
+        table = trace.per_step(self.events, gpu=self._gpu, ops=self._cpu)
         if not self.provenance.cupti and self.provenance.cuda_event_time_us is not None:
             table["gpu_time_us"] = self.provenance.cuda_event_time_us
         return table

@@ -132,7 +132,7 @@ def _dims(value) -> tuple | None:
     return tuple(int(v) for v in value) if isinstance(value, (list, tuple)) else None
 
 
-def gpu_events(events: list[dict]) -> pd.DataFrame:
+def gpu_events(events: list[dict], launch_table: pd.DataFrame | None = None) -> pd.DataFrame:
     """Kernels, memcpys and memsets, each joined to the call, op and step that launched it."""
     rows = []
     for e in _complete(events, GPU_CATEGORIES):
@@ -154,7 +154,8 @@ def gpu_events(events: list[dict]) -> pd.DataFrame:
     for column in ("registers_per_thread", "shared_memory_bytes", "threads_per_block",
                    "grid_blocks", "est_occupancy_pct", "bytes", "correlation"):
         frame[column] = pd.to_numeric(frame[column]).astype("Int64")
-    calls = launches(events).drop_duplicates("correlation").set_index("correlation")
+    calls = launches(events) if launch_table is None else launch_table
+    calls = calls.drop_duplicates("correlation").set_index("correlation")
     linked = frame["correlation"].map(lambda c: c in calls.index if pd.notna(c) else False)
     frame["step"] = pd.Series(pd.NA, index=frame.index, dtype="Int64")
     frame["launched_by"] = None
@@ -170,10 +171,11 @@ def gpu_events(events: list[dict]) -> pd.DataFrame:
     return frame[GPU_EVENT_COLUMNS].sort_values("start_us", ignore_index=True)
 
 
-def per_step(events: list[dict], annotation: str = ANNOTATION) -> pd.DataFrame:
+def per_step(events: list[dict], annotation: str = ANNOTATION, gpu: pd.DataFrame | None = None,
+             ops: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per forward: GPU event counts, GPU time, CPU time and aten op count."""
-    gpu = gpu_events(events)
-    ops = cpu_ops(events, annotation)
+    gpu = gpu_events(events) if gpu is None else gpu
+    ops = cpu_ops(events, annotation) if ops is None else ops
     rows = []
     for step in steps(events)["step"]:
         g = gpu[gpu["step"] == step]
