@@ -29,7 +29,6 @@ import argparse
 import csv
 import gzip
 import json
-import os
 import platform
 import random
 import sys

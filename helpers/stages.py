@@ -104,8 +104,6 @@ class Stage:
     requirement: Requirement = ANY_CUDA
     sdpa_backend: str | None = None   # the SDPBackend member it pins, if any
     naive_mask: bool = False          # builds a [seq, seq] causal mask once, outside the forward
-    notebook: str | None = None
-    source: str = ""                  # the forward as the reader sees it
     guess_kinds: tuple[str, ...] = field(default_factory=tuple)  # one kernel per line of code
     extra_inputs: Callable[[dict], None] | None = None  # built once, outside the forward
 
@@ -173,19 +171,6 @@ def sdpa_forward(x: dict) -> torch.Tensor:
     return F.scaled_dot_product_attention(x["q"], x["k"], x["v"], is_causal=x["shape"].causal)
 
 
-NAIVE_SOURCE = """scores = (q @ k.transpose(-2, -1)) * scale
-scores = scores.masked_fill(mask, float("-inf"))
-out = torch.softmax(scores, dim=-1) @ v"""
-INPLACE_SOURCE = """scores = (q @ k.transpose(-2, -1)) * scale
-scores.masked_fill_(mask, float("-inf"))
-out = torch.softmax(scores, dim=-1) @ v"""
-
-
-def sdpa_source(backend: str) -> str:
-    return (f"with sdpa_kernel(SDPBackend.{backend}):\n"
-            f"    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)")
-
-
 AMPERE_HALF = dict(min_capability=(8, 0), dtypes=("bfloat16", "float16"))
 
 STAGES: dict[str, Stage] = {}
@@ -198,37 +183,36 @@ def register(stage: Stage) -> Stage:
 
 register(Stage(
     "naive", "Naive attention", "matmul, scale, out-of-place masked_fill, softmax, matmul",
-    naive_forward, naive_mask=True, notebook="01_naive", source=NAIVE_SOURCE,
+    naive_forward, naive_mask=True,
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm")))
 register(Stage(
     "inplace", "In-place masking", "masked_fill_ writes into the scores instead of a copy",
-    inplace_forward, naive_mask=True, notebook="02_inplace", source=INPLACE_SOURCE,
+    inplace_forward, naive_mask=True,
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm")))
 register(Stage(
     "sdpa_math", "SDPA, math backend", "F.scaled_dot_product_attention pinned to MATH",
-    sdpa_forward, sdpa_backend="MATH", notebook="03_sdpa_math", source=sdpa_source("MATH"),
+    sdpa_forward, sdpa_backend="MATH",
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm")))
 register(Stage(
     "sdpa_efficient", "SDPA, memory-efficient backend", "pinned to EFFICIENT_ATTENTION (xformers' CUTLASS kernel)",
     sdpa_forward, Requirement("the memory-efficient kernel needs sm 8.0+ for bf16", min_capability=(8, 0)),
-    sdpa_backend="EFFICIENT_ATTENTION", notebook="04_sdpa_efficient",
-    source=sdpa_source("EFFICIENT_ATTENTION"), guess_kinds=("attention",)))
+    sdpa_backend="EFFICIENT_ATTENTION",
+    guess_kinds=("attention",)))
 register(Stage(
     "sdpa_flash", "SDPA, flash backend", "pinned to FLASH_ATTENTION (FlashAttention-2, vendored in PyTorch)",
     sdpa_forward, Requirement("FlashAttention-2 needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF,
                               max_head_dim=256),
-    sdpa_backend="FLASH_ATTENTION", notebook="05_sdpa_flash", source=sdpa_source("FLASH_ATTENTION"),
+    sdpa_backend="FLASH_ATTENTION",
     guess_kinds=("attention",)))
 register(Stage(
     "sdpa_cudnn", "SDPA, cuDNN backend", "pinned to CUDNN_ATTENTION (a kernel cuDNN generates)",
     sdpa_forward, Requirement("cuDNN attention needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF),
-    sdpa_backend="CUDNN_ATTENTION", notebook="06_sdpa_cudnn", source=sdpa_source("CUDNN_ATTENTION"),
+    sdpa_backend="CUDNN_ATTENTION",
     guess_kinds=("attention",)))
 register(Stage(
     "sdpa_auto", "SDPA, automatic choice", "no backend pinned: SDPA picks one for this GPU and shape",
-    sdpa_forward, source="out = F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+    sdpa_forward,
     guess_kinds=("attention",)))
-
 
 
 # --- beyond the article: what a compiler makes of the same code ------------------------------
@@ -267,12 +251,12 @@ def add_causal_block_mask(inputs: dict) -> None:
 TRITON = Requirement("Triton needs an sm 7.0+ GPU", min_capability=(7, 0))
 register(Stage(
     "naive_compiled", "Naive attention, torch.compile", "the naive code through torch.compile",
-    compiled_naive_forward, TRITON, naive_mask=True, source="torch.compile(naive_attention)",
+    compiled_naive_forward, TRITON, naive_mask=True,
     guess_kinds=("gemm", "fused", "gemm")))
 register(Stage(
     "flex", "FlexAttention", "flex_attention with a causal block mask, compiled to one Triton kernel",
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
-    source="flex_attention(q, k, v, block_mask=causal_block_mask)", guess_kinds=("attention",),
+    guess_kinds=("attention",),
     extra_inputs=add_causal_block_mask))
 
 ARTICLE_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
@@ -306,8 +290,4 @@ register(Stage(
     _hub_flash_forward,
     Requirement("the Hub's FlashAttention-2 builds need an Ampere-or-newer GPU (sm 8.0+) and fp16/bf16",
                 **AMPERE_HALF, max_head_dim=256),
-    notebook="04d_hub_flash",
-    source=('flash_attn = get_kernel("kernels-community/flash-attn2", version=3)  # once, outside the forward\n'
-            "# q, k, v made as [batch, seq, heads, head_dim], the layout FlashAttention takes\n"
-            "out = flash_attn.flash_attn_func(q, k, v, causal=True)"),
     guess_kinds=("attention",), extra_inputs=_add_hub_kernel))

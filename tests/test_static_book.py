@@ -6,10 +6,8 @@ import hashlib
 import importlib.util
 import json
 import lzma
-from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 import yaml
 
 from conftest import ROOT
