@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import sys
 from typing import Sequence
 
 import pandas as pd
@@ -53,7 +54,10 @@ class BookRenderer(MimetypeRenderer):
 
 
 pio.renderers["book"] = BookRenderer()
-pio.renderers.default = "book"
+# Colab draws neither plotly's mimetype nor a div that expects the book's plotly.js: its own
+# renderer inlines plotly.js in the output
+NOTEBOOK_RENDERER = "colab" if "google.colab" in sys.modules else "book"
+pio.renderers.default = NOTEBOOK_RENDERER
 pio.templates.default = "plotly+attention_profiled"
 
 

@@ -37,7 +37,8 @@ def default_guess(stage: str) -> Guess:
 def _describe(event) -> str:
     launched = f", launched by {event.top_aten_op}" if isinstance(event.top_aten_op, str) else ""
     via = f" through {event.launched_by}" if isinstance(event.launched_by, str) else ""
-    return f"a {event.kind} you did not guess{launched}{via}"
+    article = "an" if event.kind[0] in "aeiou" else "a"
+    return f"{article} {event.kind} you did not guess{launched}{via}"
 
 
 def compare(guess: Guess, prof: Profile, previous: Profile | None = None) -> pd.DataFrame:

@@ -273,10 +273,10 @@ class OccupancyCalculator(w.VBox):
         else:
             # JupyterLab, Notebook 7 and VS Code draw plotly's own mimetype; Colab draws HTML only.
             # One form each keeps the saved widget state small.
-            import sys
-
             import plotly.io as pio
-            renderer = "colab" if "google.colab" in sys.modules else "plotly_mimetype"
+
+            from .charts import NOTEBOOK_RENDERER
+            renderer = "colab" if NOTEBOOK_RENDERER == "colab" else "plotly_mimetype"
             for out, fig in ((self.bars_out, self.bars_figure),
                              (self.curves_out, self.curves_figure)):
                 with out:

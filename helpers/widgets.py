@@ -26,7 +26,8 @@ class GuessForm(w.VBox):
         self.speed = w.ToggleButtons(options=["faster", "slower"], value="faster",
                                      description=f"than {previous.stage}:" if previous else "",
                                      layout=w.Layout(display="flex" if previous else "none"))
-        self.button = w.Button(description="Look at the trace", button_style="primary", icon="eye")
+        self.button = w.Button(description="Look at the trace", button_style="primary", icon="eye",
+                               layout=w.Layout(width="max-content"))
         self.message = w.HTML()
         self.output = w.Output()
         self.button.on_click(self._look)

@@ -32,6 +32,10 @@ if [ -z "${JUPYTER_TOKEN:-}" ] && [ -z "${JUPYTER_TOKEN_FILE:-}" ]; then
   echo "start.sh: open http://$HOST:$PORT/lab and paste it, or http://$HOST:$PORT/lab?token=\$(cat $TOKEN_FILE)"
 fi
 
+# the book's JupyterLab settings (space/jupyter-config: no "Jupyter news?" prompt), ahead of any
+# the machine has
+export JUPYTER_CONFIG_PATH="$ROOT/space/jupyter-config${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
+
 args=(
   --ip="$HOST" --port="$PORT" --no-browser
   --ServerApp.root_dir="$NOTEBOOKS"

@@ -5,6 +5,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run"]
 TRACES = sorted((ROOT / "notebooks" / "traces").glob("*/*__*.json.gz"))
 
 
@@ -34,3 +37,17 @@ def raw_document(path: Path) -> dict:
 def recorded_traces() -> list[Path]:
     assert TRACES, "the replay set under notebooks/traces is missing"
     return TRACES
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's headless Chromium through Playwright; installed by the environment (.ci/run),
+    never downloaded by a test."""
+    if not CHROMIUM.exists():
+        pytest.fail("/usr/bin/chromium is missing: install Debian's chromium (see .ci/run); "
+                    "the tests never download a browser")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield b
+        b.close()

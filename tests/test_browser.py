@@ -34,9 +34,6 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run"]
 THEMES = ("light", "dark")
 MIN_CONTRAST = 3.0  # WCAG's floor for large text and graphics; body text is far above it
 
@@ -103,18 +100,6 @@ def server(book):
     yield base
     proc.terminate()
     proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.fail("/usr/bin/chromium is missing: install Debian's chromium (see .ci/run); "
-                    "the tests never download a browser")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 class Visit:

@@ -2,13 +2,19 @@
 
 Each test starts it on a free localhost port (ATTN_PROFILED_HOST / ATTN_PROFILED_PORT), with its
 own HOME and Jupyter config, and stops its whole process group afterwards. The Docker image
-itself cannot be built here (no container engine); space/Dockerfile is checked by reading.
+image is built and started by space/check_image.sh, which needs a Docker daemon and is run by hand
+(its results are in the README); here space/Dockerfile is checked by reading.
+
+What a Space user does is tested too: a notebook runs on the server start.sh starts (through the
+server's REST and kernel websocket API, as JupyterLab runs it), and JupyterLab itself, in headless
+Chromium, opens a notebook, runs all its cells, draws its charts and answers its guess form.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -21,7 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, cuda_available
+
+sys.path.insert(0, str(ROOT / "space"))
+from run_on_server import run_notebook  # noqa: E402
 
 START = ROOT / "space" / "start.sh"
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
@@ -162,3 +171,81 @@ def test_space_metadata():
     dockerfile = (ROOT / "space" / "Dockerfile").read_text()
     assert "requirements.txt" in dockerfile and "space/start.sh" in dockerfile
     assert "EXPOSE 7860" in dockerfile
+
+
+def started_with_a_token(server, **env) -> tuple[Server, str]:
+    token = "a-space-secret-" + "fedcba9876543210" * 2
+    s = server(JUPYTER_TOKEN=token, **env)
+    s.wait_ready()
+    return s, token
+
+
+def expected_banner(stage: str) -> str:
+    # live where this machine has CUDA (the GPU Space), replay of the recorded traces elsewhere
+    return f"Profiled {stage} live" if cuda_available() else f"Replaying {stage}"
+
+
+def code_cells(name: str) -> int:
+    cells = json.loads((ROOT / "notebooks" / name).read_text())["cells"]
+    return sum(c["cell_type"] == "code" for c in cells)
+
+
+def test_a_notebook_runs_all_its_cells_on_the_server(server):
+    s, token = started_with_a_token(server)
+    run = run_notebook(s.base, token, "02_inplace.ipynb")
+    assert run.ok, f"cell {run.cells[-1].index} raised {run.cells[-1].error}"
+    assert len(run.cells) == code_cells("02_inplace.ipynb")
+    assert expected_banner("inplace") in run.text
+    shown = {m for c in run.cells for m in c.mimetypes}
+    assert {"application/vnd.plotly.v1+json", "application/vnd.jupyter.widget-view+json"} <= shown
+
+
+@pytest.mark.browser
+def test_jupyterlab_runs_a_notebook_draws_its_charts_and_answers_the_guess(server, browser, tmp_path):
+    # JupyterLab saves what it runs: serve a copy, so the repository's notebooks stay output-free
+    served = tmp_path / "notebooks"
+    served.mkdir()
+    for path in (ROOT / "notebooks").glob("*.ipynb"):
+        shutil.copy(path, served / path.name)
+    s, token = started_with_a_token(server, ATTN_PROFILED_NOTEBOOKS=str(served))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    page.goto(f"{s.base}/lab/tree/02_inplace.ipynb?token={token}")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+    page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+    page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+    cells = code_cells("02_inplace.ipynb")
+    # every input prompt numbered: [1]: ... [n]: (not [ ]: or [*]:)
+    page.wait_for_function(
+        """n => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+                            .map(e => e.textContent.trim());
+                  return p.length === n && p.every(t => /^\\[\\d+\\]:$/.test(t)); }""",
+        arg=cells, timeout=300_000)
+    outputs = page.locator(".jp-OutputArea-output")
+    assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']:has-text('Traceback')").count() == 0
+    # textContent, not innerText: JupyterLab skips rendering the cells scrolled out of view
+    assert expected_banner("inplace") in page.locator(".jp-Notebook").evaluate("e => e.textContent")
+    # plotly's JupyterLab extension drew the charts (with data), not a fallback text
+    plots = page.locator(".jp-OutputArea .js-plotly-plot")
+    assert plots.count() >= 3
+    for i in range(plots.count()):
+        assert plots.nth(i).locator(".main-svg .trace, .main-svg .point, .main-svg path.bars").count() > 0, i
+    # guess first, then look: type a guess into the live form and press its button
+    form = page.locator(".jp-OutputArea .jupyter-widgets.widget-vbox").filter(has=page.locator("button:has-text('Look at the trace')")).first
+    form.scroll_into_view_if_needed()
+    field = form.locator("input[type='text']").first
+    field.fill("gemm, softmax, gemm")
+    assert form.locator("table").count() == 0, "the look shows only after the button"
+    form.locator("button:has-text('Look at the trace')").click()
+    table = form.locator("table")
+    table.wait_for(timeout=30_000)
+    rows = table.locator("tbody tr")
+    first = [rows.nth(0).locator("td").nth(i).inner_text() for i in range(4)]
+    assert first[0] == "GPU events per forward" and first[1] == "3" and first[3].startswith("mismatch"), first
+    page.screenshot(path=str(tmp_path / "jupyterlab.png"))
+    assert page.get_by_text("notified about official Jupyter news").count() == 0, \
+        "space/jupyter-config should turn the news prompt off"
+    assert outputs.count() > 0 and not errors, errors
+    page.close()

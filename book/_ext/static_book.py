@@ -1,6 +1,6 @@
 """The static book asks nothing of the network, runs no script twice, and never shows stale outputs.
 
-Five small jobs, each of which a default Jupyter Book 1.x build gets wrong here:
+Seven small jobs, each of which a default Jupyter Book 1.x build gets wrong here:
 
 1. Vendored browser libraries. The ipywidgets embed manager (``embed-amd.js``), RequireJS and
    MathJax are kept in ``book/_vendor`` (the npm files, byte for byte; JavaScript stored as .xz)
@@ -26,7 +26,12 @@ Five small jobs, each of which a default Jupyter Book 1.x build gets wrong here:
 5. Every notebook executed. After reading, any page that is a notebook (an .ipynb, or Markdown
    with a kernelspec) without a successful execution record is a warning, and so, under -W, a
    failed build: a page can never silently show unexecuted cells.
-6. A failed build stays failed. With ``-W --keep-going`` Sphinx saves its environment even when
+6. Saved widget state for the views a page shows. nbclient saves the state of every widget the
+   kernel still holds, and myst-nb embeds all of it in the page, with the 3.6 MB widget bundle,
+   even when the cell that showed them is ``remove-output`` (the calculator page carried 198 KB
+   of state for no view at all). Each page keeps the models its rendered views reach (through
+   their ``IPY_MODEL_`` references); a page with no view keeps no state and loads no widget code.
+7. A failed build stays failed. With ``-W --keep-going`` Sphinx saves its environment even when
    warnings failed the build, so the next build found nothing to re-read and succeeded, pages
    still broken. After a build with warnings the saved environment is deleted (as Sphinx does
    itself after an exception): the next build reads, executes and reports everything again.
@@ -37,6 +42,7 @@ import hashlib
 import json
 import lzma
 import os
+import re
 from pathlib import Path
 
 from sphinx.errors import ExtensionError
@@ -211,7 +217,46 @@ def check_executed(app, env) -> None:
                            f"every notebook with the outputs of this build", location=docname)
 
 
-# --- 6. a failed build stays failed --------------------------------------------------------------
+# --- 6. widget state only for the views the page shows ---------------------------------------
+
+WIDGET_VIEW = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">(.*?)</script>', re.S)
+MODEL_REFERENCE = re.compile(r"IPY_MODEL_([0-9a-f]+)")
+
+
+def models_in_use(state: dict, shown: set[str]) -> set[str]:
+    """The models the shown views need: those views and everything they reference, transitively."""
+    needed, todo = set(), [m for m in shown if m in state]
+    while todo:
+        model = todo.pop()
+        if model in needed:
+            continue
+        needed.add(model)
+        todo.extend(m for m in MODEL_REFERENCE.findall(json.dumps(state[model])) if m in state)
+    return needed
+
+
+def prune_widget_state(app, doctree) -> None:
+    from docutils import nodes
+    from myst_nb.core.render import sanitize_script_content
+
+    files = getattr(app.env, "nb_metadata", {}).get(app.env.docname, {}).get("js_files", {})
+    if "ipywidgets_state" not in files:
+        return
+    uri, attributes = files["ipywidgets_state"]
+    # myst-nb writes "</script>" as "<\/script>", which JSON reads back as it was
+    saved = json.loads(attributes["body"])
+    shown = {json.loads(view)["model_id"]
+             for raw in doctree.findall(nodes.raw) for view in WIDGET_VIEW.findall(raw.astext())}
+    keep = models_in_use(saved["state"], shown)
+    if not keep:
+        for key in [k for k in files if k.startswith("ipywidgets_")]:
+            del files[key]
+        return
+    saved["state"] = {m: v for m, v in saved["state"].items() if m in keep}
+    files["ipywidgets_state"] = (uri, {**attributes, "body": sanitize_script_content(json.dumps(saved))})
+
+
+# --- 7. a failed build stays failed --------------------------------------------------------------
 
 def forget_failed_build(app, exception) -> None:
     if exception is None and getattr(app, "keep_going", False) and getattr(app, "_warncount", 0):
@@ -231,6 +276,7 @@ def setup(app):
     app.connect("config-inited", set_fingerprint)
     app.connect("config-inited", check_offline_config)
     app.connect("env-check-consistency", check_executed)
+    app.connect("doctree-read", prune_widget_state)
     app.connect("html-page-context", add_space_button, priority=600)
     app.connect("html-page-context", dedupe_assets, priority=999)
     app.connect("build-finished", write_vendored_files)
