@@ -1,23 +1,39 @@
 #!/usr/bin/env bash
-# One GPU session, end to end: record the replay set, run the GPU tests, execute every notebook
-# live. Run from the repo root on a CUDA machine; results go to ${OUT:-/tmp/gpu_session}.
-#   bash benchmarks/gpu_session.sh
+# One GPU session, end to end. Run from the repo root on a CUDA machine; results go to
+# ${OUT:-/tmp/gpu_session}. STEPS picks what runs (default: all four, in this order):
+#   record     record the replay set (notebooks/traces) and the do_bench comparison
+#   tests      the GPU tests, and the table tests against the traces just recorded
+#   notebooks  execute every notebook live with nbclient, as the book's build does
+#   space      start JupyterLab with space/start.sh, as the GPU Space does, and run every notebook
+#              through it (space/run_on_server.py), then the tests of space/start.sh
+#   STEPS="tests space" bash benchmarks/gpu_session.sh
 set -u
 OUT=${OUT:-/tmp/gpu_session}
+STEPS=${STEPS:-record tests notebooks space}
 mkdir -p "$OUT/executed"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 start=$(date +%s)
+times=()
+step() { [[ " $STEPS " == *" $1 "* ]]; }
+took() { times+=("$1 $(( $(date +%s) - $2 )) s"); }
 
-# hub_flash needs the Hub or a local kernel (python -m helpers.hub); record it separately
-python3 -m helpers.record --sweep --stages naive inplace sdpa_math sdpa_efficient sdpa_flash sdpa_cudnn sdpa_auto naive_compiled flex 2>&1 | grep -v "Profiler clears events\|_warn_once" | tee "$OUT/record.log"
-t_record=$(( $(date +%s) - start ))
+if step record; then
+  t=$(date +%s)
+  # hub_flash needs the Hub or a local kernel (python -m helpers.hub); record it separately
+  python3 -m helpers.record --sweep --stages naive inplace sdpa_math sdpa_efficient sdpa_flash sdpa_cudnn sdpa_auto naive_compiled flex 2>&1 | grep -v "Profiler clears events\|_warn_once" | tee "$OUT/record.log"
+  took record "$t"
+fi
 
-# the GPU tests, and the table tests against the traces just recorded
-timeout 420 python3 -m pytest -q -p no:cacheprovider -W ignore::UserWarning tests/test_profile.py tests/test_occupancy.py \
-  tests/test_trace.py tests/test_lessons.py tests/test_kernel_names.py 2>&1 | tail -30 | tee "$OUT/pytest_gpu.log"
-t_tests=$(( $(date +%s) - start - t_record ))
+if step tests; then
+  t=$(date +%s)
+  timeout 420 python3 -m pytest -q -p no:cacheprovider -W ignore::UserWarning tests/test_profile.py tests/test_occupancy.py \
+    tests/test_trace.py tests/test_lessons.py tests/test_kernel_names.py 2>&1 | tail -30 | tee "$OUT/pytest_gpu.log"
+  took "gpu tests" "$t"
+fi
 
-python3 - "$OUT" <<'PY' 2>&1 | tee "$OUT/notebooks.log"
+if step notebooks; then
+  t=$(date +%s)
+  python3 - "$OUT" <<'PY' 2>&1 | tee "$OUT/notebooks.log"
 import glob, sys, time, nbformat, nbclient
 out = sys.argv[1]
 total = time.time()
@@ -34,4 +50,23 @@ for path in sorted(glob.glob("notebooks/*.ipynb")):
     print(f"{path:40s} {time.time() - t:6.1f} s  {status}", flush=True)
 print(f"all notebooks: {time.time() - total:.1f} s")
 PY
-echo "record ${t_record} s, gpu tests ${t_tests} s, total $(( $(date +%s) - start )) s" | tee "$OUT/times.log"
+  took notebooks "$t"
+fi
+
+if step space; then
+  t=$(date +%s)
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  token_file="$OUT/space_token"
+  ATTN_PROFILED_HOST=127.0.0.1 ATTN_PROFILED_PORT=$port ATTN_PROFILED_TOKEN_FILE=$token_file \
+    setsid bash space/start.sh > "$OUT/space_start.log" 2>&1 &
+  server=$!
+  for _ in $(seq 90); do [ -s "$token_file" ] && curl -s -o /dev/null "http://127.0.0.1:$port/api/status" && break; sleep 1; done
+  (cd notebooks && python3 ../space/run_on_server.py --url "http://127.0.0.1:$port" --token-file "$token_file" *.ipynb) \
+    2>&1 | tee "$OUT/space_notebooks.log"
+  kill -- -"$server" 2>/dev/null; wait "$server" 2>/dev/null
+  rm -f "$token_file"
+  timeout 300 python3 -m pytest -q -p no:cacheprovider -m "not browser" tests/test_space.py 2>&1 | tail -15 | tee "$OUT/pytest_space.log"
+  took space "$t"
+fi
+
+echo "${times[*]}, total $(( $(date +%s) - start )) s" | tee "$OUT/times.log"
