@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import sys
 import time
@@ -120,7 +121,9 @@ def run_notebook(base_url: str, token: str, path: str, cell_timeout: float = 600
     kernel = created["kernel"]["id"]
     ws_url = base.replace("http", "ws", 1) + f"/api/kernels/{kernel}/channels?session_id={uuid.uuid4().hex}"
     try:
-        cells = asyncio.run(_run_cells(ws_url, token, sources, cell_timeout))
+        # A thread of its own: the caller may already run an event loop (Playwright's sync API does).
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            cells = pool.submit(asyncio.run, _run_cells(ws_url, token, sources, cell_timeout)).result()
     finally:
         _api(f"{base}/api/sessions/{created['id']}", token, "DELETE")
     return NotebookRun(path, cells, time.monotonic() - started)

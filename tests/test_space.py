@@ -200,6 +200,34 @@ def test_a_notebook_runs_all_its_cells_on_the_server(server):
     assert {"application/vnd.plotly.v1+json", "application/vnd.jupyter.widget-view+json"} <= shown
 
 
+def run_all_cells(page, tries: int = 3) -> None:
+    """Run -> Run All Cells, as a user does, until the first prompt leaves [ ]:.
+
+    Opened straight from its URL, JupyterLab may ask "Select Kernel" before it has loaded the
+    kernelspecs (it then cannot match the notebook's python3), and a Run All clicked meanwhile
+    is lost. A user presses Select and runs again; so does this.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    accept = page.locator(".jp-Dialog .jp-mod-accept")
+    for _ in range(tries):
+        try:
+            accept.wait_for(timeout=5_000)
+            accept.click()
+            page.locator(".jp-Dialog").wait_for(state="detached")
+        except PlaywrightTimeout:
+            pass
+        page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+        page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+        try:
+            page.wait_for_function(
+                """() => { const p = document.querySelector('.jp-CodeCell .jp-InputPrompt');
+                           return p && p.textContent.trim() !== '[ ]:'; }""", timeout=15_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    pytest.fail(f"Run All Cells started nothing in {tries} tries")
+
+
 @pytest.mark.browser
 def test_jupyterlab_runs_a_notebook_draws_its_charts_and_answers_the_guess(server, browser, tmp_path):
     # JupyterLab saves what it runs: serve a copy, so the repository's notebooks stay output-free
@@ -213,16 +241,21 @@ def test_jupyterlab_runs_a_notebook_draws_its_charts_and_answers_the_guess(serve
     page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
     page.goto(f"{s.base}/lab/tree/02_inplace.ipynb?token={token}")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-    page.click(".lm-MenuBar-itemLabel:text-is('Run')")
-    page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+    run_all_cells(page)
     cells = code_cells("02_inplace.ipynb")
     # every input prompt numbered: [1]: ... [n]: (not [ ]: or [*]:)
-    page.wait_for_function(
-        """n => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
-                            .map(e => e.textContent.trim());
-                  return p.length === n && p.every(t => /^\\[\\d+\\]:$/.test(t)); }""",
-        arg=cells, timeout=300_000)
+    try:
+        page.wait_for_function(
+            """n => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+                                .map(e => e.textContent.trim());
+                      return p.length === n && p.every(t => /^\\[\\d+\\]:$/.test(t)); }""",
+            arg=cells, timeout=120_000)
+    except Exception:
+        page.screenshot(path=str(tmp_path / "jupyterlab-stuck.png"), full_page=True)
+        prompts = page.locator(".jp-CodeCell .jp-InputPrompt").evaluate_all("ps => ps.map(p => p.textContent)")
+        pytest.fail(f"Run All did not finish: prompts {prompts}, kernel status "
+                    f"{page.locator('.jp-Notebook-ExecutionIndicator').get_attribute('data-status')}, "
+                    f"screenshot {tmp_path / 'jupyterlab-stuck.png'}, server log:\n{s.output()[-3000:]}")
     outputs = page.locator(".jp-OutputArea-output")
     assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']:has-text('Traceback')").count() == 0
     # textContent, not innerText: JupyterLab skips rendering the cells scrolled out of view
