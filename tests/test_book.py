@@ -65,6 +65,35 @@ def test_plotly_js_is_loaded_once_from_static(built_book):
         assert len(html.encode()) < 3_000_000, f"{page.name} inlines plotly.js?"
 
 
+WIDGET_STATE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', re.S)
+WIDGET_VIEW = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">(.*?)</script>', re.S)
+
+
+def test_pages_carry_the_widget_state_of_the_views_they_show_and_no_more(built_book):
+    # The executed notebook holds every model its kernel made; the page keeps those its views reach.
+    executed = built_book.parent / "jupyter_execute" / "notebooks"
+    for path in NOTEBOOKS:
+        html = (built_book / "notebooks" / f"{path.stem}.html").read_text()
+        views = {json.loads(v)["model_id"] for v in WIDGET_VIEW.findall(html)}
+        scripts = WIDGET_STATE.findall(html)
+        if not views:
+            assert not scripts and "embed-amd" not in html, f"{path.stem} shows no widget but loads widgets"
+            continue
+        assert len(scripts) == 1, path.stem
+        kept = json.loads(scripts[0].replace("<\\/", "</"))["state"]
+        made = json.load(open(executed / path.name))["metadata"]["widgets"][
+            "application/vnd.jupyter.widget-state+json"]["state"]
+        reachable, todo = set(), list(views)
+        while todo:
+            model = todo.pop()
+            if model not in reachable:
+                reachable.add(model)
+                todo += re.findall(r"IPY_MODEL_([0-9a-f]+)", json.dumps(made[model]))
+        assert set(kept) == reachable, path.stem
+        assert all(kept[m] == made[m] for m in kept), path.stem
+        assert "embed-amd" in html, path.stem
+
+
 def test_replay_banner_is_on_every_stage_page(built_book):
     for path in NOTEBOOKS:
         html = (built_book / "notebooks" / f"{path.stem}.html").read_text()
