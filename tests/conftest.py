@@ -1,4 +1,5 @@
 import gzip
+import importlib.util
 import json
 from pathlib import Path
 
@@ -26,6 +27,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def load_static_book():
+    """book/_ext/static_book.py, the book's Sphinx extension (Sphinx finds it by path, not as a package)."""
+    spec = importlib.util.spec_from_file_location("static_book", ROOT / "book" / "_ext" / "static_book.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def raw_document(path: Path) -> dict:

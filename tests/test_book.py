@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, load_static_book
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -66,30 +66,24 @@ def test_plotly_js_is_loaded_once_from_static(built_book):
 
 
 WIDGET_STATE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', re.S)
-WIDGET_VIEW = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">(.*?)</script>', re.S)
 
 
 def test_pages_carry_the_widget_state_of_the_views_they_show_and_no_more(built_book):
     # The executed notebook holds every model its kernel made; the page keeps those its views reach.
+    static_book = load_static_book()
     executed = built_book.parent / "jupyter_execute" / "notebooks"
     for path in NOTEBOOKS:
         html = (built_book / "notebooks" / f"{path.stem}.html").read_text()
-        views = {json.loads(v)["model_id"] for v in WIDGET_VIEW.findall(html)}
+        views = {json.loads(v)["model_id"] for v in static_book.WIDGET_VIEW.findall(html)}
         scripts = WIDGET_STATE.findall(html)
         if not views:
             assert not scripts and "embed-amd" not in html, f"{path.stem} shows no widget but loads widgets"
             continue
         assert len(scripts) == 1, path.stem
-        kept = json.loads(scripts[0].replace("<\\/", "</"))["state"]
-        made = json.load(open(executed / path.name))["metadata"]["widgets"][
+        kept = json.loads(scripts[0])["state"]
+        made = json.loads((executed / path.name).read_text())["metadata"]["widgets"][
             "application/vnd.jupyter.widget-state+json"]["state"]
-        reachable, todo = set(), list(views)
-        while todo:
-            model = todo.pop()
-            if model not in reachable:
-                reachable.add(model)
-                todo += re.findall(r"IPY_MODEL_([0-9a-f]+)", json.dumps(made[model]))
-        assert set(kept) == reachable, path.stem
+        assert set(kept) == static_book.models_in_use(made, views), path.stem
         assert all(kept[m] == made[m] for m in kept), path.stem
         assert "embed-amd" in html, path.stem
 

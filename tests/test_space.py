@@ -242,6 +242,7 @@ def test_jupyterlab_runs_a_notebook_draws_its_charts_and_answers_the_guess(serve
     page.goto(f"{s.base}/lab/tree/02_inplace.ipynb?token={token}")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
     run_all_cells(page)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     cells = code_cells("02_inplace.ipynb")
     # every input prompt numbered: [1]: ... [n]: (not [ ]: or [*]:)
     try:
@@ -250,7 +251,7 @@ def test_jupyterlab_runs_a_notebook_draws_its_charts_and_answers_the_guess(serve
                                 .map(e => e.textContent.trim());
                       return p.length === n && p.every(t => /^\\[\\d+\\]:$/.test(t)); }""",
             arg=cells, timeout=120_000)
-    except Exception:
+    except PlaywrightTimeout:
         page.screenshot(path=str(tmp_path / "jupyterlab-stuck.png"), full_page=True)
         prompts = page.locator(".jp-CodeCell .jp-InputPrompt").evaluate_all("ps => ps.map(p => p.textContent)")
         pytest.fail(f"Run All did not finish: prompts {prompts}, kernel status "

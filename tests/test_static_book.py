@@ -3,18 +3,15 @@ the execution-inputs fingerprint, and the offline configuration."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import lzma
 from types import SimpleNamespace
 
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, load_static_book
 
-spec = importlib.util.spec_from_file_location("static_book", ROOT / "book" / "_ext" / "static_book.py")
-static_book = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(static_book)
+static_book = load_static_book()
 
 VENDOR = ROOT / "book" / "_vendor"
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
@@ -139,3 +136,15 @@ def test_a_build_with_warnings_forgets_its_environment(tmp_path):
     failed = SimpleNamespace(keep_going=True, _warncount=3, doctreedir=str(tmp_path))
     static_book.forget_failed_build(failed, None)
     assert not envfile.exists(), "the next build would find nothing to re-read, and pass"
+
+
+def test_the_kept_widget_models_are_the_shown_views_and_all_they_reference():
+    # a box shows a slider, whose layout an unshown model shares too (model ids are hex)
+    box, slider, layout, unshown = "b0", "51", "1a", "00"
+    state = {box: {"state": {"children": [f"IPY_MODEL_{slider}"]}},
+             slider: {"state": {"layout": f"IPY_MODEL_{layout}"}},
+             layout: {"state": {}},
+             unshown: {"state": {"layout": f"IPY_MODEL_{layout}"}}}
+    assert static_book.models_in_use(state, {box}) == {box, slider, layout}
+    assert static_book.models_in_use(state, {slider}) == {slider, layout}
+    assert static_book.models_in_use(state, set()) == set()
