@@ -8,7 +8,7 @@ In a fresh copy of the repository, with the jupyter-book of this Python environm
 
 1. cold build: `jupyter-book build . -W -n --keep-going`, nothing built before;
 2. rebuild with nothing changed;
-3. rebuild after one helper changes (a comment appended to helpers/tables.py): the notebooks
+3. rebuild after one helper changes (a comment appended to helpers/pages/tables.py): the notebooks
    must run again, or their pages would show the old helper's outputs. The table says how many
    notebooks each build executed;
 4. the weight of each page in headless Chromium, cold cache: the HTML alone, and everything the
@@ -147,10 +147,10 @@ def main() -> None:
         builds.append({"build": "cold (clean copy)", "seconds": seconds, "notebooks executed": executed})
         seconds, executed, _ = build(repo)
         builds.append({"build": "rebuild, nothing changed", "seconds": seconds, "notebooks executed": executed})
-        helper = repo / "helpers" / "tables.py"
+        helper = repo / "helpers" / "pages" / "tables.py"
         helper.write_text(helper.read_text() + "\n# benchmark: one helper changed\n")
         seconds, executed, _ = build(repo)
-        builds.append({"build": "rebuild, helpers/tables.py changed", "seconds": seconds,
+        builds.append({"build": "rebuild, helpers/pages/tables.py changed", "seconds": seconds,
                        "notebooks executed": executed})
         notebooks = len(list((repo / "notebooks").glob("*.ipynb")))
 

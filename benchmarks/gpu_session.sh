@@ -19,8 +19,8 @@ took() { times+=("$1 $(( $(date +%s) - $2 )) s"); }
 
 if step record; then
   t=$(date +%s)
-  # hub_flash needs the Hub or a local kernel (python -m helpers.hub); record it separately
-  python3 -m helpers.record --sweep --stages naive inplace sdpa_math sdpa_efficient sdpa_flash sdpa_cudnn sdpa_auto naive_compiled flex 2>&1 | grep -v "Profiler clears events\|_warn_once" | tee "$OUT/record.log"
+  # hub_flash needs the Hub or a local kernel (tools/build_local_flash_attn.py); record it separately
+  python3 tools/record.py --sweep --stages naive inplace sdpa_math sdpa_efficient sdpa_flash sdpa_cudnn sdpa_auto naive_compiled flex 2>&1 | grep -v "Profiler clears events\|_warn_once" | tee "$OUT/record.log"
   took record "$t"
 fi
 

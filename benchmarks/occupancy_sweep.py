@@ -39,8 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from helpers.gpus import gpu_spec, product_for_device_name  # noqa: E402
-from helpers.occupancy import occupancy  # noqa: E402
+from helpers.occupancy import occupancy, product_for_device_name, gpu_spec  # noqa: E402
 
 # One template for every kernel: NACC live accumulators make the register pressure, SMEM_FLOATS
 # floats of static shared memory make the static footprint. The tag keeps each variant's source

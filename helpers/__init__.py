@@ -1,66 +1,51 @@
-"""Profiling helpers shared by every notebook of *Attention, Profiled*.
+"""Profiling helpers shared by every notebook of *Attention, Profiled*: the public API.
 
     from helpers import profile_stage
     prof = profile_stage("naive")        # live on a GPU, else the recorded trace
     prof.kernels()                       # one forward's GPU events, names decoded
+
+Three layers, each a subpackage; a lower one never imports a higher one (tests/test_layers.py):
+
+    profiling/   the spine: stage registry → capture (live) or replay (recorded) → Profile → tables
+    pages/       what the pages show: kernel tables, charts, guesses, verdicts, widgets, glue
+    occupancy/   the occupancy calculator and what is built on it
+
+This module is the top: it names what a notebook uses. The page modules load on first use, so
+`import helpers` stays light (no plotly, no widgets) for scripts and tests.
 """
 from __future__ import annotations
 
-import os
+import importlib
 
-from .profile import Profile, Provenance, TraceError
-from .stages import DEFAULT_SHAPE, STAGES, Shape, Stage, StageUnavailable, get_stage
+from .profiling.modes import MODES, cuda_available, profile_stage, profile_stages, resolve_mode
+from .profiling.profile import Profile, Provenance, TraceError
+from .profiling.replay import recorded_shapes
+from .profiling.stages import (ARTICLE_STAGES, DEFAULT_SHAPE, STAGES, Shape, Stage, StageUnavailable,
+                               get_stage)
 
-MODES = ("auto", "live", "replay")
-
-
-def cuda_available() -> bool:
-    import torch
-    return torch.cuda.is_available()
-
-
-def resolve_mode(mode: str = "auto") -> str:
-    """"live" where CUDA is present, else "replay"; ATTN_PROFILED_MODE overrides "auto"."""
-    if mode == "auto":
-        mode = os.environ.get("ATTN_PROFILED_MODE", "auto")
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if mode == "auto":
-        mode = "live" if cuda_available() else "replay"
-    if mode == "live" and not cuda_available():
-        raise StageUnavailable("mode='live' needs a CUDA GPU and this process sees none; "
-                               "use mode='replay' to load the recorded traces.")
-    return mode
+# the namespaces notebooks call into, as `tables.kernel_table(prof)`: name -> module
+MODULES = {
+    "tables": "helpers.pages.tables",
+    "charts": "helpers.pages.charts",
+    "widgets": "helpers.pages.widgets",
+    "guesses": "helpers.pages.guesses",
+    "claims": "helpers.pages.claims",
+    "prose": "helpers.pages.prose",
+    "hub": "helpers.pages.hub_flash",
+    "occupancy_charts": "helpers.occupancy.charts",
+    "occupancy_lessons": "helpers.occupancy.lessons",
+    "occupancy_widget": "helpers.occupancy.widget",
+}
 
 
-def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
-                  quiet: bool = False) -> Profile:
-    """Profile `stage` live, or replay its recorded trace; print which, in one line.
-
-    In "auto" mode a stage this GPU can't run (flash on a T4, say) is replayed instead, with
-    the reason; in "live" mode it raises StageUnavailable."""
-    from .replay import replay
-    get_stage(stage)
-    if resolve_mode(mode) == "live":
-        from .capture import capture
-        try:
-            prof = capture(stage, shape)
-        except StageUnavailable as err:
-            if mode == "live":
-                raise
-            print(f"{err} Showing the recorded trace instead.")
-            prof = replay(stage, shape)
-    else:
-        prof = replay(stage, shape)
-    if not quiet:
-        print(prof.banner())
-    return prof
+def __getattr__(name: str):
+    if name in MODULES:
+        module = importlib.import_module(MODULES[name])
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'helpers' has no attribute {name!r}")
 
 
-def profile_stages(stages, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict[str, Profile]:
-    """Several stages at one shape, by name, each with its banner."""
-    return {name: profile_stage(name, shape, mode) for name in stages}
-
-
-__all__ = ["DEFAULT_SHAPE", "STAGES", "Profile", "Provenance", "Shape", "Stage",
-           "StageUnavailable", "TraceError", "get_stage", "profile_stage", "profile_stages", "resolve_mode"]
+__all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Profile", "Provenance", "Shape", "Stage",
+           "StageUnavailable", "TraceError", "cuda_available", "get_stage", "profile_stage",
+           "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]

@@ -13,9 +13,11 @@ import torch
 import torch.nn.functional as F
 from conftest import ROOT
 
-from helpers import StageUnavailable, get_stage, hub
-from helpers.replay import trace_path
-from helpers.stages import DEFAULT_SHAPE, Shape
+from helpers import StageUnavailable, get_stage
+from helpers.pages import hub_flash as page
+from helpers.profiling import hub_kernel as hub
+from helpers.profiling.replay import trace_path
+from helpers.profiling.stages import DEFAULT_SHAPE, Shape
 
 kernels = pytest.importorskip("kernels")
 
@@ -127,7 +129,8 @@ def test_a_kernel_without_flash_attn_func_is_refused(local_kernel):
 
 def test_offline_without_a_cache_names_the_cause_and_the_fix(tmp_path):
     result = run_python("""
-        from helpers import hub, StageUnavailable
+        from helpers import StageUnavailable
+        from helpers.profiling import hub_kernel as hub
         try:
             hub.load_flash_attn2()
         except StageUnavailable as err:
@@ -148,7 +151,8 @@ def test_offline_without_a_cache_names_the_cause_and_the_fix(tmp_path):
 def test_an_unreachable_hub_names_the_network_error_under_the_libraries_words(tmp_path):
     # a closed local port stands in for a firewall: the connection is refused, deterministically
     result = run_python("""
-        from helpers import hub, StageUnavailable
+        from helpers import StageUnavailable
+        from helpers.profiling import hub_kernel as hub
         try:
             hub.load_flash_attn2()
         except StageUnavailable as err:
@@ -210,21 +214,21 @@ def test_the_recording_is_flash_attention_2_in_a_different_namespace():
     from helpers import profile_stage
     h = profile_stage("hub_flash", mode="replay", quiet=True)
     s = profile_stage("sdpa_flash", mode="replay", quiet=True)
-    table = hub.binaries({"hub_flash": h, "sdpa_flash": s})
+    table = page.binaries({"hub_flash": h, "sdpa_flash": s})
     assert table.loc["namespace", "hub_flash"] == "flash" and table.loc["namespace", "sdpa_flash"] == "pytorch_flash"
     assert table.loc["library", "hub_flash"] == "FlashAttention-2"
-    assert hub.transposes(h) == 0 < hub.transposes(s)
-    verdicts = hub.verdicts(h, s)
+    assert page.transposes(h) == 0 < page.transposes(s)
+    verdicts = page.verdicts(h, s)
     assert len(verdicts) == 5 and verdicts["verdict"].notna().all()
 
 
 def test_without_a_hub_flash_trace_the_page_shows_sdpa_flash_labelled_as_such(monkeypatch, capsys):
-    from helpers import replay
+    from helpers.profiling import replay
     real = replay.trace_path
     monkeypatch.setattr(replay, "trace_path", lambda stage, *a, **k: (
         real(stage, *a, **k).with_name("missing.json.gz") if stage == "hub_flash" else real(stage, *a, **k)))
-    monkeypatch.setattr(hub, "status", lambda: "status line")
-    hf = hub.profile_hub_flash(mode="replay")
+    monkeypatch.setattr(page, "status", lambda: "status line")
+    hf = page.profile_hub_flash(mode="replay")
     assert hf.stand_in and hf.prof.stage == "sdpa_flash"
     assert "sdpa_flash's trace" in hf.note
     out = capsys.readouterr().out

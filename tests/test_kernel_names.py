@@ -1,4 +1,4 @@
-"""helpers.kernel_names: the fields of known kernel names, the recorded traces, and fuzzing."""
+"""helpers.profiling.names: the fields of known kernel names, the recorded traces, and fuzzing."""
 from __future__ import annotations
 
 import gzip
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.kernel_names import FFMA, KINDS, TENSOR_CORES, KernelName, decode, decode_frame
+from helpers.profiling.names import FFMA, KINDS, TENSOR_CORES, KernelName, decode, decode_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 # KERNEL_NAMES_TRACES points the trace checks at another folder (a fresh recording, say)
@@ -346,7 +346,7 @@ def _covers(blocks: int, per_block: int, seq: int) -> bool:
 def test_recorded_trace_names(path):
     if path is None:
         pytest.skip(f"no recorded traces under {TRACE_ROOT} (notebooks/traces/**/*.json.gz); "
-                    f"record them with `python -m helpers.record` on a GPU")
+                    f"record them with `python tools/record.py` on a GPU")
     provenance, events = _gpu_events(path)
     assert events, f"{path.name} holds no GPU events"
     shape = provenance.get("shape") or {}

@@ -4,7 +4,7 @@ import re
 import pytest
 
 from helpers import guesses, profile_stage, tables, claims
-from helpers.guesses import Guess
+from helpers.pages.guesses import Guess
 from conftest import raw_document
 
 STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "hub_flash", "sdpa_cudnn", "sdpa_auto"]

@@ -1,4 +1,4 @@
-"""Tests for helpers.gpus and helpers.occupancy.
+"""Tests for helpers.occupancy.gpus and helpers.occupancy.calculator.
 
 (a) the driver sweep recorded on a GPU agrees with the calculator, row for row;
 (b) impossible input is refused, naming the limit, and nothing comes back NaN;
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.gpus import ARCHITECTURES, PRODUCTS, gpu_spec, product_for_device_name
-from helpers.occupancy import (LIMITERS, UNLIMITED, kineto_estimated_occupancy_pct,
+from helpers.occupancy.gpus import ARCHITECTURES, PRODUCTS, gpu_spec, product_for_device_name
+from helpers.occupancy.calculator import (LIMITERS, UNLIMITED, kineto_estimated_occupancy_pct,
                                occupancy)
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,8 +18,8 @@ import pytest
 
 from conftest import ROOT, raw_document
 from helpers import DEFAULT_SHAPE
-from helpers.gpus import PRODUCTS, gpu_spec
-from helpers.occupancy import UNLIMITED, occupancy
+from helpers.occupancy.calculator import UNLIMITED, occupancy
+from helpers.occupancy.gpus import PRODUCTS, gpu_spec
 from helpers import occupancy_charts as oc
 
 GPUS = list(PRODUCTS)
@@ -33,7 +33,7 @@ def kernels():
 
 @pytest.fixture(scope="module")
 def calc(kernels):
-    from helpers.occupancy_widget import calculator
+    from helpers.occupancy.widget import calculator
     return calculator(presets_from=kernels)
 
 
@@ -74,7 +74,7 @@ def _check_state(calc):
     assert f"occupancy {expected.occupancy_pct:.1f}%" in text
     assert f"limited by {oc.limiter_label(expected)}" in text
     # the charts and the drawing shown are those of the same configuration
-    from helpers.sm_drawing import filled_fractions
+    from helpers.occupancy.drawing import filled_fractions
     fractions = filled_fractions(calc.sm_figure)
     for resource in ("registers", "shared_memory", "warps", "blocks"):
         assert math.isclose(fractions[resource], expected.utilization[resource], abs_tol=1e-9)
@@ -392,7 +392,7 @@ def test_stage_occupancy_matches_the_traces():
 # -------------------------------------------------------------------------------- the SM drawn
 
 def test_sm_drawing_fills_what_the_calculator_uses():
-    from helpers.sm_drawing import draw_sm, filled_fractions, limiter_panels
+    from helpers.occupancy.drawing import draw_sm, filled_fractions, limiter_panels
     rng = random.Random(9)
     configs = [("H200", 128, 255, 49152), ("H200", 384, 168, 134144), ("T4", 1024, 64, 0)]
     for _ in range(30):

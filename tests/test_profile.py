@@ -9,7 +9,7 @@ import torch
 
 import helpers
 from helpers import Profile, Shape, StageUnavailable, TraceError, get_stage, profile_stage
-from helpers.replay import recorded, replay
+from helpers.profiling.replay import recorded, replay
 from conftest import TRACES
 
 
@@ -34,7 +34,7 @@ def test_replay_is_limited_to_recorded_shapes():
 
 
 def test_missing_trace_says_how_to_get_one(tmp_path):
-    with pytest.raises(TraceError, match="helpers.record"):
+    with pytest.raises(TraceError, match="tools/record.py"):
         Profile.load(tmp_path / "nope.json.gz")
 
 
@@ -63,7 +63,7 @@ def test_save_and_load_round_trip(tmp_path):
 def test_every_article_stage_is_recorded_at_the_default_shape():
     table = recorded()
     have = set(table[table["seq"] == 1024]["stage"])
-    assert set(helpers.stages.ARTICLE_STAGES) <= have
+    assert set(helpers.ARTICLE_STAGES) <= have
 
 
 def test_recorded_trace_is_a_chrome_trace_perfetto_opens():
@@ -127,7 +127,7 @@ def test_live_flash_with_fp32_raises_no_available_kernel():
 @pytest.mark.gpu
 def test_without_cupti_the_profile_warns_and_times_with_cuda_events():
     from torch.profiler import ProfilerActivity
-    from helpers.capture import capture
+    from helpers.profiling.capture import capture
     with pytest.warns(RuntimeWarning, match="no GPU events"):
         prof = capture("sdpa_flash", activities=[ProfilerActivity.CPU])
     assert not prof.provenance.cupti and prof.gpu_events().empty

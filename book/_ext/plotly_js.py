@@ -1,6 +1,6 @@
 """Load plotly.js once for the whole book, from _static, with no network.
 
-Charts are rendered with include_plotlyjs=False (helpers/charts.py), so each page carries only its
+Charts are rendered with include_plotlyjs=False (helpers/pages/charts.py), so each page carries only its
 figures' data; this puts the plotly.js that ships with the installed plotly package beside them.
 Pages load it only where it is needed: every notebook page, and any other page with a chart
 (4.7 MB that the intro, the glossary or the search page have no use for).

@@ -9,7 +9,8 @@ import pandas as pd
 from .profile import Profile, TraceError
 from .stages import DEFAULT_SHAPE, Shape, get_stage
 
-REPLAY_DIR = Path(__file__).resolve().parent.parent / "notebooks" / "traces"
+ROOT = Path(__file__).resolve().parents[2]  # the repository
+REPLAY_DIR = ROOT / "notebooks" / "traces"
 DEFAULT_GPU = "h200"
 
 
@@ -48,6 +49,6 @@ def replay(stage: str, shape: Shape = DEFAULT_SHAPE, gpu: str | None = None) -> 
                 f"No {gpu} recording of {stage} at {shape.key}. In replay the recorded shapes are: "
                 f"{', '.join(s.key for s in shapes)}. Pick one of them, or run live on a GPU.")
         raise TraceError(f"No recorded trace at {path}. Record one on a GPU with "
-                         f"`python -m helpers.record --stages {stage}`, or restore the replay "
+                         f"`python tools/record.py --stages {stage}`, or restore the replay "
                          f"set with `git checkout -- notebooks/traces`.")
     return Profile.load(path)

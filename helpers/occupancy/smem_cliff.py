@@ -13,7 +13,7 @@ The grid is one block of 128 threads per SM (as many blocks as the GPU has SMs),
 128 / 2048 = 6.25%, written 6, on an H100/H200; a launch Kineto thinks cannot fit reads 0.
 
 Everything CUDA is imported inside the functions, so this module imports on a machine
-without a GPU.
+without a GPU. The notebook runs it live on a GPU; `python tools/smem_cliff.py` records it.
 """
 from __future__ import annotations
 
@@ -257,7 +257,7 @@ def summarize_smem_cliff(events: list[dict], capability: str | None = None,
                "shared_memory": args.get("shared memory"),
                "est_occupancy_pct": args.get("est. achieved occupancy %")}
         if capability is not None and sm_count:
-            from helpers.occupancy import kineto_estimated_occupancy_pct, occupancy
+            from .calculator import kineto_estimated_occupancy_pct, occupancy
             threads = block[0] * block[1] * block[2]
             blocks = grid[0] * grid[1] * grid[2]
             row["kineto_recomputed_pct"] = kineto_estimated_occupancy_pct(
@@ -266,24 +266,3 @@ def summarize_smem_cliff(events: list[dict], capability: str | None = None,
                 capability, threads, row["registers"], row["shared_memory"]).occupancy
         rows.append(row)
     return rows
-
-
-if __name__ == "__main__":
-    import argparse
-    import sys
-
-    # run as a file, this folder would come first on sys.path and its trace.py would stand in
-    # for the standard library's; put the repository root there instead (python -m is safer)
-    here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
-    sys.path.insert(0, str(here.parent))
-    parser = argparse.ArgumentParser(description="Run the shared-memory cliff experiment.")
-    parser.add_argument("--out", default="benchmarks/results/smem_cliff_h200.trace.json.gz")
-    parser.add_argument("--repeats", type=int, default=5)
-    cli = parser.parse_args()
-    evs = smem_cliff_events(cli.repeats, save_to=cli.out)
-    with gzip.open(cli.out, "rt") as fh:
-        prov = json.load(fh)["provenance"]
-    print(f"{len(evs)} events -> {cli.out}; {prov}")
-    for r in summarize_smem_cliff(evs, prov["capability"], prov["sm_count"]):
-        print(r)

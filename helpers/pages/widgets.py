@@ -7,9 +7,12 @@ import ipywidgets as w
 import pandas as pd
 from IPython.display import HTML, display
 
+from ..profiling.modes import profile_stage, resolve_mode
+from ..profiling.names import KINDS
+from ..profiling.profile import Profile
+from ..profiling.replay import recorded_shapes
+from ..profiling.stages import DEFAULT_SHAPE, DTYPES, Shape
 from .guesses import Guess, compare, default_guess
-from .kernel_names import KINDS
-from .profile import Profile
 
 GUESSABLE = [k for k in KINDS if k != "unknown"]
 
@@ -69,7 +72,6 @@ def guess_form(stage: str, prof: Profile, previous: Profile | None = None) -> Gu
 def sweep(stages, shapes, mode: str = "auto") -> pd.DataFrame:
     """Profile every stage at every shape, with a progress bar; one summary row per pair."""
 
-    from . import profile_stage
     bar = w.IntProgress(min=0, max=len(stages) * len(shapes), description="profiling")
     display(bar)
     rows = []
@@ -84,9 +86,6 @@ def sweep(stages, shapes, mode: str = "auto") -> pd.DataFrame:
 
 def shape_explorer(stages) -> w.VBox:
     """Pick a shape and re-profile the stages. Live: any shape; in replay: the recorded ones."""
-    from . import resolve_mode
-    from .replay import recorded_shapes
-    from .stages import DEFAULT_SHAPE, DTYPES, Shape
     out = w.Output()
     if resolve_mode() == "live":
         controls = {name: w.IntText(value=getattr(DEFAULT_SHAPE, name), description=name)

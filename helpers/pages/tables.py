@@ -5,7 +5,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from .profile import Profile
+from ..profiling.names import decode
+from ..profiling.profile import Profile
+from ..profiling.stages import get_stage
+from .article import reference_columns
 
 # kernel names are the lesson: never cut them short
 pd.set_option("display.max_colwidth", None)
@@ -57,8 +60,6 @@ def summary_table(profiles: Sequence[Profile]) -> pd.DataFrame:
 
 def at_a_glance(profiles: dict, revealed: dict[str, str]) -> pd.DataFrame:
     """The article's closing table rebuilt from these runs, beside the article's A100 reference."""
-    from .article import reference_columns
-    from .stages import get_stage
     rows = []
     for name, prof in profiles.items():
         s = prof.summary()
@@ -74,7 +75,6 @@ def at_a_glance(profiles: dict, revealed: dict[str, str]) -> pd.DataFrame:
 
 def decoded_fields(prof: Profile, step: int | None = None) -> pd.DataFrame:
     """Every field the decoder reads from the forward's kernel names, one row per field."""
-    from .kernel_names import decode
     rows = []
     for name in prof.gpu_events(step).query("category == 'kernel'")["name"]:
         k = decode(name)

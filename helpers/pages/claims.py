@@ -2,33 +2,16 @@
 with a verdict, "holds" or "differs: ...", for whatever GPU the trace comes from."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import pandas as pd
 import torch
 
-from .profile import Profile
+from ..profiling.profile import Profile
+from .hub_flash import verdict_list as hub_verdicts
+from .verdicts import Verdict, table
 
 Profiles = Mapping[str, Profile]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    claim: str        # what the article teaches
-    evidence: str     # what this trace shows, with numbers from it
-    holds: bool
-    difference: str = ""
-
-    @property
-    def verdict(self) -> str:
-        return "holds" if self.holds else f"differs: {self.difference}"
-
-
-def table(verdicts: list[Verdict]) -> pd.DataFrame:
-    return pd.DataFrame({"the article": [v.claim for v in verdicts],
-                         "this trace": [v.evidence for v in verdicts],
-                         "verdict": [v.verdict for v in verdicts]})
 
 
 def _events(prof: Profile) -> pd.DataFrame:
@@ -252,14 +235,9 @@ CHECKS: dict[str, Callable[[Profiles], list[Verdict]]] = {
                              launched_by_ex(p["sdpa_cudnn"]),
                              fastest_backend({k: p[k] for k in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")},
                                              p.get("sdpa_auto"))],
-    "hub_flash": lambda p: _hub_verdicts(p["hub_flash"], p["sdpa_flash"]),
+    "hub_flash": lambda p: hub_verdicts(p["hub_flash"], p["sdpa_flash"]),
 }
 NEEDS = {"inplace": ("naive",), "sdpa_cudnn": ("sdpa_flash", "sdpa_efficient"), "hub_flash": ("sdpa_flash",)}
-
-
-def _hub_verdicts(hub: Profile, sdpa: Profile) -> list[Verdict]:
-    from .hub import verdict_list
-    return verdict_list(hub, sdpa)
 
 
 def check(stage: str, profiles: Profiles) -> pd.DataFrame:

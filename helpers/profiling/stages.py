@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
+
+from .errors import StageUnavailable
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -60,10 +63,6 @@ class Shape:
 DEFAULT_SHAPE = Shape()
 
 
-class StageUnavailable(RuntimeError):
-    """A stage cannot run here; the message names the cause and the way out."""
-
-
 @dataclass(frozen=True)
 class Requirement:
     """What hardware a stage needs. `check` returns None when it can run, else the reason."""
@@ -100,12 +99,19 @@ class Stage:
     name: str
     title: str
     what_changed: str
-    forward: Callable[[dict], torch.Tensor]
+    forward: Callable[[dict], torch.Tensor] | None  # None: the hook module's forward()
     requirement: Requirement = ANY_CUDA
     sdpa_backend: str | None = None   # the SDPBackend member it pins, if any
     naive_mask: bool = False          # builds a [seq, seq] causal mask once, outside the forward
     guess_kinds: tuple[str, ...] = field(default_factory=tuple)  # one kernel per line of code
     extra_inputs: Callable[[dict], None] | None = None  # built once, outside the forward
+    # a module that lives with a stage needing extra set-up (the Hub kernel, say), imported on
+    # first use: its setup(inputs) runs once, outside the forward, and its forward(inputs) is the
+    # forward. The registry names it and never imports it, so it may import anything below.
+    hook: str | None = None
+
+    def _hooked(self, name: str) -> Callable:
+        return getattr(importlib.import_module(self.hook), name)
 
     def make_inputs(self, shape: Shape = DEFAULT_SHAPE, device: str | torch.device = "cuda",
                     seed: int = 0) -> dict:
@@ -120,6 +126,8 @@ class Stage:
             inputs["mask"] = torch.ones(shape.seq, shape.seq, device=device, dtype=torch.bool).triu(1)
         if self.extra_inputs is not None:
             self.extra_inputs(inputs)
+        if self.hook is not None:
+            self._hooked("setup")(inputs)
         return inputs
 
     def check(self, shape: Shape, device: str | torch.device = "cuda") -> None:
@@ -135,7 +143,8 @@ class Stage:
         # the backend is pinned outside attn_fwd, so its context manager is not counted as CPU time
         with self._backend(), torch.no_grad(), torch.profiler.record_function("attn_fwd"):
             try:
-                return self.forward(inputs)
+                forward = self.forward if self.forward is not None else self._hooked("forward")
+                return forward(inputs)
             except RuntimeError as err:
                 if "No available kernel" in str(err):
                     shape = inputs["shape"]
@@ -271,23 +280,13 @@ def get_stage(name: str) -> Stage:
 
 
 # --- beyond the article: FlashAttention-2 from the Hugging Face Hub, through `kernels` ---------
-# helpers/hub.py loads it (get_kernel("kernels-community/flash-attn2", version=3)) in
-# extra_inputs, outside the forward, and lays q, k, v out as [batch, seq, heads, head_dim]; a
-# kernel that can't be loaded raises StageUnavailable with the cause and the fix.
-def _hub_flash_forward(x: dict) -> torch.Tensor:
-    from .hub import hub_flash_forward
-    return hub_flash_forward(x)
-
-
-def _add_hub_kernel(inputs: dict) -> None:
-    from .hub import add_hub_kernel
-    add_hub_kernel(inputs)
-
-
+# its hook, helpers/profiling/hub_kernel.py, loads the kernel (get_kernel("kernels-community/
+# flash-attn2", version=3)) in setup(), outside the forward, and lays q, k, v out as [batch, seq,
+# heads, head_dim]; a kernel that can't be loaded raises StageUnavailable with the cause and the fix.
 register(Stage(
     "hub_flash", "FlashAttention-2 from the Hub",
     "flash_attn_func from kernels-community/flash-attn2 (loaded with kernels), on [batch, seq, heads, dim] inputs",
-    _hub_flash_forward,
+    None,
     Requirement("the Hub's FlashAttention-2 builds need an Ampere-or-newer GPU (sm 8.0+) and fp16/bf16",
                 **AMPERE_HALF, max_head_dim=256),
-    guess_kinds=("attention",), extra_inputs=_add_hub_kernel))
+    guess_kinds=("attention",), hook="helpers.profiling.hub_kernel"))

@@ -1,4 +1,4 @@
-"""Record the replay set live on a GPU:  python -m helpers.record [--stages ...] [--sweep]
+"""Record the replay set live on a GPU:  python tools/record.py [--stages ...] [--sweep]
 
 Writes notebooks/traces/<gpu>/<stage>__<shape>.json.gz (gzipped chrome traces that Perfetto
 opens, provenance inside) and a CSV comparing the profiler's GPU time per forward with
@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from .replay import REPLAY_DIR, trace_path
-from .stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable
+# run as a file: the repository root first on sys.path, so `helpers` is this checkout's
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from helpers.profiling.replay import REPLAY_DIR, trace_path
+from helpers.profiling.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable
 
 BENCHMARK_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 # the shapes a reader can pick in replay: the article's, plus a sequence and head_dim sweep
@@ -34,7 +37,7 @@ def gpu_slug(device_name: str) -> str:
 def record(stages, shapes_for, root: Path = REPLAY_DIR, command: str = "") -> pd.DataFrame:
     import torch
 
-    from .capture import capture
+    from helpers.profiling.capture import capture
     slug = gpu_slug(torch.cuda.get_device_name(0))
     rows = []
     for name in stages:
@@ -77,9 +80,9 @@ def main(argv=None) -> int:
 
     import torch
     if not torch.cuda.is_available():
-        print("helpers.record profiles live and needs a CUDA GPU; this machine has none.", file=sys.stderr)
+        print("tools/record.py profiles live and needs a CUDA GPU; this machine has none.", file=sys.stderr)
         return 2
-    command = "python -m helpers.record " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python tools/record.py " + " ".join(argv if argv is not None else sys.argv[1:])
 
     def shapes_for(stage: str) -> list[Shape]:
         return SWEEP if args.sweep and stage in SWEEP_STAGES else [DEFAULT_SHAPE]

@@ -1,6 +1,6 @@
 """The live occupancy calculator: ipywidgets over ``helpers.occupancy.occupancy``.
 
-    from helpers import occupancy_widget
+    from helpers.occupancy import widget
     occupancy_widget.calculator()          # presets: every kernel of the recorded stage traces
 
 Controls: GPU, threads per block, registers per thread, shared memory per block, the carveout
@@ -19,12 +19,13 @@ from typing import Sequence
 import ipywidgets as w
 import pandas as pd
 
-from .gpus import PRODUCTS, GPUSpec, gpu_spec
-from .occupancy import UNLIMITED, Occupancy, occupancy
-from .occupancy_charts import (RESOURCE_LABELS, impact_curves, limiter_label, traced_kernels,
+from ..pages.charts import NOTEBOOK_RENDERER
+from ..profiling.profile import Profile
+from .calculator import UNLIMITED, Occupancy, occupancy
+from .charts import (RESOURCE_LABELS, impact_curves, limiter_label, traced_kernels,
                                utilization_bars)
-from .profile import Profile
-from .sm_drawing import draw_result, to_image
+from .drawing import draw_result, to_image
+from .gpus import PRODUCTS, GPUSpec, gpu_spec
 
 
 def _figure_widget_class():
@@ -275,7 +276,6 @@ class OccupancyCalculator(w.VBox):
             # One form each keeps the saved widget state small.
             import plotly.io as pio
 
-            from .charts import NOTEBOOK_RENDERER
             renderer = "colab" if NOTEBOOK_RENDERER == "colab" else "plotly_mimetype"
             for out, fig in ((self.bars_out, self.bars_figure),
                              (self.curves_out, self.curves_figure)):

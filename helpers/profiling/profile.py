@@ -10,11 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import trace
+from .errors import TraceError
 from .stages import Shape
-
-
-class TraceError(RuntimeError):
-    """A recorded trace is missing or unreadable; the message says how to get a good one."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +110,7 @@ class Profile:
 
     def kernels(self, step: int | None | str = None) -> pd.DataFrame:
         """GPU events of one forward with each name decoded."""
-        from .kernel_names import decode_frame
+        from .names import decode_frame
         events = self.gpu_events(step)
         decoded = decode_frame(events["name"]).drop(columns=["name"])
         return pd.concat([events, decoded.set_index(events.index)], axis=1)
@@ -150,7 +147,7 @@ class Profile:
         path = Path(path)
         if not path.exists():
             raise TraceError(f"No recorded trace at {path}. Record one on a GPU with "
-                             f"`python -m helpers.record`, or check out the replay set again.")
+                             f"`python tools/record.py`, or check out the replay set again.")
         try:
             with gzip.open(path, "rt", encoding="utf-8") as f:
                 document = json.load(f)
@@ -160,5 +157,5 @@ class Profile:
             raise TraceError(f"The recorded trace {path} is corrupt or not one of ours "
                              f"({type(err).__name__}: {err}). Restore it with "
                              f"`git checkout -- {path}` or record it again with "
-                             f"`python -m helpers.record`.") from err
+                             f"`python tools/record.py`.") from err
         return cls(events, provenance, path)

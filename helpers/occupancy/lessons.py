@@ -23,15 +23,16 @@ import ipywidgets as w
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from . import StageUnavailable, TraceError, profile_stage, resolve_mode
+from ..pages.prose import glue
+from ..profiling.modes import profile_stage, resolve_mode
+from ..profiling.profile import Profile, TraceError
+from ..profiling.stages import StageUnavailable
+from .calculator import UNLIMITED, Occupancy, kineto_estimated_occupancy_pct, occupancy
+from .charts import limiter_label, spec_of
+from .drawing import draw_result, to_image
 from .gpus import KiB, GPUSpec, gpu_spec
-from .occupancy import UNLIMITED, Occupancy, kineto_estimated_occupancy_pct, occupancy
-from .occupancy_charts import limiter_label, spec_of
-from .profile import Profile
-from .prose import glue
-from .sm_drawing import draw_result, to_image
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 SMEM_CLIFF_RECORDING = ROOT / "notebooks" / "traces" / "h200" / "experiments" / "smem_cliff.json.gz"
 # the stages whose kernels this page reads, in the book's order
 STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn",
@@ -467,7 +468,7 @@ def _load_recording(path: Path = SMEM_CLIFF_RECORDING) -> tuple[list[dict], dict
         raise TraceError(f"The recorded shared-memory experiment {path} is missing or corrupt "
                          f"({type(err).__name__}: {err}); restore it with `git checkout -- "
                          f"{path.relative_to(ROOT)}`, or run the experiment on a GPU with "
-                         f"`python -m helpers.experiments`.") from err
+                         f"`python tools/smem_cliff.py`.") from err
 
 
 def smem_cliff_events(mode: str = "auto") -> tuple[list[dict], dict, str]:
@@ -483,7 +484,7 @@ def smem_cliff_events(mode: str = "auto") -> tuple[list[dict], dict, str]:
                                   f"recording from {prov['gpu']} instead.")
         import torch
 
-        from .experiments import smem_cliff_events as run
+        from .smem_cliff import smem_cliff_events as run
         try:
             events = run()
         except Exception as err:  # noqa: BLE001 - a failed experiment must not sink the page
@@ -503,7 +504,7 @@ def smem_cliff_events(mode: str = "auto") -> tuple[list[dict], dict, str]:
 def smem_cliff(events: list[dict], provenance: dict) -> pd.DataFrame:
     """One row per launch of the experiment: the range, the launch call, the kernel's values,
     CUPTI's figure (every repeat), Kineto's recomputed and the true occupancy."""
-    from .experiments import summarize_smem_cliff
+    from .smem_cliff import summarize_smem_cliff
     calls = {(e.get("args") or {}).get("correlation"): e["name"] for e in events
              if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")}
     rows = summarize_smem_cliff(events, provenance["capability"], provenance["sm_count"])

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.io.base_renderers import MimetypeRenderer, PlotlyRenderer
 
-from .profile import Profile
+from ..profiling.profile import Profile
 
 # one palette for the whole book; colour means the same thing everywhere
 KIND_COLORS = {

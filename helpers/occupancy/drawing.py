@@ -17,7 +17,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .occupancy import Occupancy, occupancy
+from .calculator import Occupancy, occupancy
 
 TEXT = "#8A8F98"       # helpers.charts.MUTED
 LIMIT = "#E45756"

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .kernel_names import KINDS
-from .profile import Profile
-from .stages import get_stage
+from ..profiling.names import KINDS
+from ..profiling.profile import Profile
+from ..profiling.stages import get_stage
 
 
 @dataclass(frozen=True)

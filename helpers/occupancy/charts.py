@@ -23,10 +23,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
+from ..pages.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
+from ..profiling.modes import profile_stage
+from ..profiling.profile import Profile, TraceError
+from ..profiling.stages import DEFAULT_SHAPE, STAGES
+from .calculator import LIMITERS, UNLIMITED, Occupancy, occupancy
 from .gpus import KiB, PRODUCTS, GPUSpec, gpu_spec
-from .occupancy import LIMITERS, UNLIMITED, Occupancy, occupancy
-from .profile import Profile
 
 RESOURCE_LABELS = {"warps": "warp slots", "registers": "registers",
                    "shared_memory": "shared memory", "blocks": "block slots"}
@@ -109,7 +111,6 @@ def traced_kernels(profiles: Sequence[Profile] | None = None) -> pd.DataFrame:
 
 def recorded_profiles(shape=None) -> list[Profile]:
     """The replay set at ``shape`` (default: the default shape): every stage with a recording."""
-    from . import DEFAULT_SHAPE, STAGES, TraceError, profile_stage
     out = []
     for stage in STAGES:
         try:

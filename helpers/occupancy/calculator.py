@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from helpers.gpus import GPUSpec, gpu_spec
+from .gpus import GPUSpec, gpu_spec
 
 # the header reports a limit that does not apply (no registers, no shared memory) as INT_MAX
 UNLIMITED = 2**31 - 1

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from IPython.display import Markdown
 
-from .profile import Profile
+from ..profiling.profile import Profile
 
 
 def glue(name: str, value) -> None:

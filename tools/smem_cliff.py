@@ -1,0 +1,34 @@
+"""Record the shared-memory cliff experiment on a GPU (helpers.occupancy.smem_cliff):
+
+    python tools/smem_cliff.py --out notebooks/traces/h200/experiments/smem_cliff.json.gz
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import argparse
+import gzip
+import json
+
+# run as a file: the repository root first on sys.path, so `helpers` is this checkout's
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from helpers.occupancy.smem_cliff import smem_cliff_events, summarize_smem_cliff
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Run the shared-memory cliff experiment.")
+    parser.add_argument("--out", default="benchmarks/results/smem_cliff_h200.trace.json.gz")
+    parser.add_argument("--repeats", type=int, default=5)
+    cli = parser.parse_args()
+    events = smem_cliff_events(cli.repeats, save_to=cli.out)
+    with gzip.open(cli.out, "rt") as fh:
+        prov = json.load(fh)["provenance"]
+    print(f"{len(events)} events -> {cli.out}; {prov}")
+    for row in summarize_smem_cliff(events, prov["capability"], prov["sm_count"]):
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
