@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # One GPU session, end to end. Run from the repo root on a CUDA machine; results go to
-# ${OUT:-/tmp/gpu_session}. STEPS picks what runs (default: all four, in this order):
+# ${OUT:-/tmp/gpu_session}. STEPS picks what runs (default: all, in this order):
 #   record     record the replay set (notebooks/traces) and the do_bench comparison
+#   ceilings   this GPU's bf16 matmul and device-to-device copy ceilings (do_bench)
+#   own_model  the "Your own model" traces and the large benchmark traces
+#   ncu        Nsight Compute's counters for every stage (needs ncu)
 #   tests      the GPU tests, and the table tests against the traces just recorded
 #   notebooks  execute every notebook live with nbclient, as the book's build does
 #   space      start JupyterLab with space/start.sh, as the GPU Space does, and run every notebook
 #              through it (space/run_on_server.py), then the tests of space/start.sh
+# What the recording steps wrote comes back packed in $OUT/recorded.tar.gz.
 #   STEPS="tests space" bash benchmarks/gpu_session.sh
 set -u
 OUT=${OUT:-/tmp/gpu_session}
-STEPS=${STEPS:-record tests notebooks space}
+STEPS=${STEPS:-record ceilings own_model ncu tests notebooks space}
 mkdir -p "$OUT/executed"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 start=$(date +%s)
@@ -20,8 +24,30 @@ took() { times+=("$1 $(( $(date +%s) - $2 )) s"); }
 if step record; then
   t=$(date +%s)
   # hub_flash needs the Hub or a local kernel (tools/build_local_flash_attn.py); record it separately
-  python3 tools/record.py --sweep --stages naive inplace sdpa_math sdpa_efficient sdpa_flash sdpa_cudnn sdpa_auto naive_compiled flex 2>&1 | grep -v "Profiler clears events\|_warn_once" | tee "$OUT/record.log"
+  python3 tools/record.py --sweep --stages naive inplace sdpa_math sdpa_efficient sdpa_flash sdpa_cudnn sdpa_auto naive_compiled flex flex_sliding 2>&1 | grep -v "Profiler clears events\|_warn_once" | tee "$OUT/record.log"
   took record "$t"
+fi
+
+if step ceilings; then
+  t=$(date +%s)
+  python3 tools/record_ceilings.py 2>&1 | tee "$OUT/ceilings.log"
+  took ceilings "$t"
+fi
+
+if step own_model; then
+  t=$(date +%s)
+  python3 tools/record_own_model.py 2>&1 | grep -v "_warn_once" | tee "$OUT/own_model.log"
+  took own_model "$t"
+fi
+
+if step ncu; then
+  t=$(date +%s)
+  PATH=$PATH:/usr/local/cuda/bin python3 tools/record_ncu.py 2>&1 | tee "$OUT/ncu.log"
+  took ncu "$t"
+fi
+
+if step record || step ceilings || step own_model || step ncu; then
+  tar czf "$OUT/recorded.tar.gz" notebooks/traces benchmarks/results benchmarks/data
 fi
 
 if step tests; then

@@ -25,7 +25,7 @@ BENCHMARK_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results
 # the shapes a reader can pick in replay: the article's, plus a sequence and head_dim sweep
 SWEEP = [DEFAULT_SHAPE] + [Shape(seq=s) for s in (512, 2048, 4096)] + [Shape(head_dim=128)]
 SWEEP_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn",
-                "sdpa_auto")
+                "sdpa_auto", "naive_compiled", "flex", "flex_sliding")
 
 
 def gpu_slug(device_name: str) -> str:
@@ -59,7 +59,10 @@ def record(stages, shapes_for, root: Path = REPLAY_DIR, command: str = "") -> pd
                    "gpu_events": summary["gpu_events"], "profiler_gpu_us": summary["gpu_time_us"],
                    "cpu_us": summary["cpu_time_us"], "do_bench_us": prof.provenance.do_bench_us,
                    "cuda_event_us": prof.provenance.cuda_event_time_us,
-                   "trace_kb": round(path.stat().st_size / 1024, 1), "error": None}
+                   "trace_kb": round(path.stat().st_size / 1024, 1),
+                   "peak_memory_mb": prof.provenance.peak_memory_bytes / 2**20,
+                   "forward_memory_mb": (prof.provenance.peak_memory_bytes - prof.provenance.memory_before_bytes) / 2**20,
+                   "first_call_s": prof.provenance.first_call_seconds, "error": None}
             if row["do_bench_us"]:
                 row["do_bench_over_profiler"] = row["do_bench_us"] / row["profiler_gpu_us"]
             rows.append(row)

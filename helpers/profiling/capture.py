@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from .profile import Profile, Provenance
-from .stages import DEFAULT_SHAPE, Shape, Stage, get_stage
+from .stages import DEFAULT_SHAPE, Shape, Stage, get_stage, reset_compiled
 
 WARMUP_CALLS = 3
 SCHEDULE = dict(wait=1, warmup=1, active=3)
@@ -64,16 +65,47 @@ def do_bench_us(fn) -> float | None:
     return float(do_bench(fn, warmup=25, rep=200, return_mode="median")) * 1000
 
 
-def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = False,
-            activities=None, command: str | None = None) -> Profile:
-    """Profile `stage` live: 3 warm-up calls, then schedule(wait=1, warmup=1, active=3)."""
-    stage = get_stage(stage) if isinstance(stage, str) else stage
-    stage.check(shape, "cuda" if torch.cuda.is_available() else "cpu")
-    inputs = stage.make_inputs(shape, "cuda")
-    forward = lambda: stage.run(inputs)  # noqa: E731
-    for _ in range(WARMUP_CALLS):
+def _first_call(forward, compiled: bool) -> tuple[float, list[str]]:
+    """Wall time of the first call, and for a compiled stage the code Inductor generated."""
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    code: list[str] = []
+    if compiled:
+        from torch._inductor.utils import run_and_get_code
+        _, code = run_and_get_code(forward)
+    else:
         forward()
     torch.cuda.synchronize()
+    return time.perf_counter() - started, list(code)
+
+
+def _peak_memory(forward) -> tuple[int, int]:
+    """Bytes allocated before one forward, and the most allocated during it."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    forward()
+    torch.cuda.synchronize()
+    return before, torch.cuda.max_memory_allocated()
+
+
+def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = False,
+            activities=None, command: str | None = None) -> Profile:
+    """Profile `stage` live: 3 warm-up calls, then schedule(wait=1, warmup=1, active=3).
+
+    Beside the trace, the provenance records the first call's wall time (with compilation, for
+    a torch.compile stage, whose generated code goes into `extra`), the set-up time outside the
+    forward, and the memory one forward needs (peak allocated, and allocated before it)."""
+    stage = get_stage(stage) if isinstance(stage, str) else stage
+    stage.check(shape, "cuda" if torch.cuda.is_available() else "cpu")
+    if stage.compiled:
+        reset_compiled()  # so the first call below pays the whole compilation, as a reader's does
+    inputs = stage.make_inputs(shape, "cuda")
+    forward = lambda: stage.run(inputs)  # noqa: E731
+    first_call_seconds, generated_code = _first_call(forward, stage.compiled)
+    for _ in range(WARMUP_CALLS - 2):
+        forward()
+    memory_before, peak_memory = _peak_memory(forward)  # the last warm-up call
 
     activities = activities or [ProfilerActivity.CPU, ProfilerActivity.CUDA]
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,6 +129,10 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
                       f"back to CUDA-event timing; kernel tables will be empty.", RuntimeWarning,
                       stacklevel=2)
     fields["cupti"] = saw_gpu
+    fields |= {"peak_memory_bytes": peak_memory, "memory_before_bytes": memory_before,
+               "first_call_seconds": first_call_seconds, "setup_seconds": inputs.get("setup_seconds")}
+    if generated_code:
+        fields["extra"] = {"generated_code": generated_code}
     if independent_timer or not saw_gpu:
         fields["cuda_event_time_us"] = cuda_event_time_us(forward)
     if independent_timer:

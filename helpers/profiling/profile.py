@@ -33,6 +33,10 @@ class Provenance:
     cupti: bool = True                    # False: the profiler saw no GPU events
     cuda_event_time_us: float | None = None  # fallback / independent GPU time per forward
     do_bench_us: float | None = None      # triton.testing.do_bench median of the same forward
+    peak_memory_bytes: int | None = None  # torch.cuda.max_memory_allocated across one forward
+    memory_before_bytes: int | None = None  # allocated just before it: the forward needed the difference
+    first_call_seconds: float | None = None  # the first call on fresh inputs (compiles, for torch.compile)
+    setup_seconds: float | None = None    # the stage's set-up outside the forward (a block mask, say)
     extra: dict = field(default_factory=dict)
 
     @property

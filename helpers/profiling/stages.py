@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -109,6 +110,7 @@ class Stage:
     # first use: its setup(inputs) runs once, outside the forward, and its forward(inputs) is the
     # forward. The registry names it and never imports it, so it may import anything below.
     hook: str | None = None
+    compiled: bool = False            # torch.compile'd: the first call compiles (capture resets it)
 
     def _hooked(self, name: str) -> Callable:
         return getattr(importlib.import_module(self.hook), name)
@@ -124,10 +126,19 @@ class Stage:
         if self.naive_mask:
             # True above the diagonal: the future positions a causal query must not see
             inputs["mask"] = torch.ones(shape.seq, shape.seq, device=device, dtype=torch.bool).triu(1)
-        if self.extra_inputs is not None:
-            self.extra_inputs(inputs)
-        if self.hook is not None:
-            self._hooked("setup")(inputs)
+        if self.extra_inputs is not None or self.hook is not None:
+            # set-up outside the forward (a block mask, a kernel from the Hub): timed, since a
+            # reader pays it once per shape and the trace never shows it
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            started = time.perf_counter()
+            if self.extra_inputs is not None:
+                self.extra_inputs(inputs)
+            if self.hook is not None:
+                self._hooked("setup")(inputs)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            inputs["setup_seconds"] = time.perf_counter() - started
         return inputs
 
     def check(self, shape: Shape, device: str | torch.device = "cuda") -> None:
@@ -235,6 +246,12 @@ def _compiled_once(key: str, build: Callable[[], Callable]) -> Callable:
     return _compiled[key]
 
 
+def reset_compiled() -> None:
+    """Forget every compiled callable and dynamo's caches: the next call compiles afresh."""
+    _compiled.clear()
+    torch._dynamo.reset()
+
+
 def compiled_naive_forward(x: dict) -> torch.Tensor:
     def core(q, k, v, mask, scale):
         scores = (q @ k.transpose(-2, -1)) * scale
@@ -250,6 +267,16 @@ def flex_forward(x: dict) -> torch.Tensor:
     return fn(x["q"], x["k"], x["v"], block_mask=x["block_mask"])
 
 
+SLIDING_WINDOW = 256  # tokens: each query sees itself and the 255 keys before it
+
+
+def add_sliding_window_block_mask(inputs: dict) -> None:
+    from torch.nn.attention.flex_attention import create_block_mask
+    seq, device = inputs["shape"].seq, inputs["q"].device
+    window = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx < SLIDING_WINDOW)  # noqa: E731
+    inputs["block_mask"] = create_block_mask(window, None, None, seq, seq, device=device)
+
+
 def add_causal_block_mask(inputs: dict) -> None:
     from torch.nn.attention.flex_attention import create_block_mask
     seq, device = inputs["shape"].seq, inputs["q"].device
@@ -261,12 +288,18 @@ TRITON = Requirement("Triton needs an sm 7.0+ GPU", min_capability=(7, 0))
 register(Stage(
     "naive_compiled", "Naive attention, torch.compile", "the naive code through torch.compile",
     compiled_naive_forward, TRITON, naive_mask=True,
-    guess_kinds=("gemm", "fused", "gemm")))
+    guess_kinds=("gemm", "fused", "gemm"), compiled=True))
 register(Stage(
     "flex", "FlexAttention", "flex_attention with a causal block mask, compiled to one Triton kernel",
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
     guess_kinds=("attention",),
-    extra_inputs=add_causal_block_mask))
+    extra_inputs=add_causal_block_mask, compiled=True))
+register(Stage(
+    "flex_sliding", "FlexAttention, sliding window",
+    f"the same flex_attention with a causal sliding-window mask of {SLIDING_WINDOW} tokens, which SDPA has no flag for",
+    flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
+    guess_kinds=("attention",),
+    extra_inputs=add_sliding_window_block_mask, compiled=True))
 
 ARTICLE_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
 

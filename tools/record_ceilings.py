@@ -1,0 +1,39 @@
+"""Record this GPU's ceilings for the replay set:  python tools/record_ceilings.py
+
+A bf16 matmul's TFLOP/s and a device-to-device copy's TB/s, timed with triton.testing.do_bench,
+into notebooks/traces/<gpu>/ceilings.json with their provenance (helpers/profiling/ceilings.py).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# run as a file: the repository root first on sys.path, so `helpers` is this checkout's
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from helpers.profiling import ceilings  # noqa: E402
+from helpers.profiling.capture import device_provenance  # noqa: E402
+from helpers.profiling.replay import REPLAY_DIR  # noqa: E402
+from helpers.profiling.stages import DEFAULT_SHAPE  # noqa: E402
+
+
+def main() -> int:
+    import torch
+
+    from record import gpu_slug  # tools/record.py, beside this file
+    if not torch.cuda.is_available():
+        print("record_ceilings needs a CUDA GPU", file=sys.stderr)
+        return 2
+    table = ceilings.measure()
+    provenance = device_provenance("ceilings", DEFAULT_SHAPE, "python tools/record_ceilings.py")
+    provenance.pop("stage"), provenance.pop("shape")
+    import triton
+    provenance["triton"] = triton.__version__
+    path = ceilings.save(table, provenance, REPLAY_DIR / gpu_slug(torch.cuda.get_device_name(0)) / "ceilings.json")
+    print(table.to_string(index=False))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

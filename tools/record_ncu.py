@@ -1,0 +1,101 @@
+"""Record Nsight Compute's counters for the replay set (on a GPU with ncu):
+
+    python tools/record_ncu.py [--stages ...] [--no-sweep]
+
+For every stage at the article's shape, and at seq 512/2048/4096 for naive, the math backend and
+the fused kernels, one forward under `ncu --profile-from-start off --clock-control none`:
+notebooks/traces/<gpu>/ncu/<stage>__<shape>.ncu-rep (ncu's report, opens in Nsight Compute) and
+.csv (its raw page, ncu's metric names), plus two calibration matmuls of known FLOPs
+(calibration__<dtype>_<m>x<n>x<k>), the `--query-metrics` listing and provenance.json.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+# run as a file: the repository root first on sys.path, so `helpers` is this checkout's
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from helpers.profiling import ncu  # noqa: E402
+from helpers.profiling.capture import driver_version  # noqa: E402
+from helpers.profiling.replay import REPLAY_DIR  # noqa: E402
+from helpers.profiling.stages import DEFAULT_SHAPE, STAGES, Shape  # noqa: E402
+
+# hub_flash needs the Hub (or a local build) and is left out; its kernel is FlashAttention-2 as in sdpa_flash
+STAGES_AT_ARTICLE_SHAPE = [s for s in STAGES if s != "hub_flash"]
+SWEEP_STAGES = ("naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "flex")
+SWEEP_SEQS = (512, 2048, 4096)
+CALIBRATION = (("bfloat16", 4096, 4096, 4096), ("float32", 2048, 2048, 2048))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stages", nargs="+", default=STAGES_AT_ARTICLE_SHAPE)
+    parser.add_argument("--no-sweep", action="store_true")
+    parser.add_argument("--gpu", default=None, help="replay-set folder (default: from the GPU's name)")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from record import gpu_slug  # tools/record.py, beside this file
+    exe = ncu.find_ncu()
+    if exe is None or not torch.cuda.is_available():
+        print("record_ncu needs a CUDA GPU and Nsight Compute's ncu", file=sys.stderr)
+        return 2
+    out = REPLAY_DIR / (args.gpu or gpu_slug(torch.cuda.get_device_name(0))) / "ncu"
+    out.mkdir(parents=True, exist_ok=True)
+    available = ncu.query_metrics(exe)
+    with gzip.open(out / "query_metrics.txt.gz", "wt") as f:
+        f.write("\n".join(available) + "\n")
+    work = ncu.work_metrics(available)
+    metrics = list(ncu.BASE_METRICS) + work
+    print(f"{len(available)} metrics listed; recording {len(metrics)}: {', '.join(work)}", flush=True)
+
+    jobs = [(f"calibration__{d}_{m}x{n}x{k}", f"profile_matmul({d!r}, {m}, {n}, {k})") for d, m, n, k in CALIBRATION]
+    shapes = {s: [DEFAULT_SHAPE] for s in args.stages}
+    if not args.no_sweep:
+        for s in SWEEP_STAGES:
+            if s in shapes:
+                shapes[s] += [Shape(seq=q) for q in SWEEP_SEQS]
+    jobs += [(f"{s}__{shape.key}", f"profile_one_forward({s!r}, {shape.key!r})") for s, shs in shapes.items() for shape in shs]
+
+    done, failed = [], {}
+    for name, call in jobs:
+        started = time.perf_counter()
+        try:
+            rep, table = ncu.record(call, name, out, metrics, exe)
+        except Exception as err:  # noqa: BLE001 - one failing stage must not lose the others
+            failed[name] = str(err)[-1500:]
+            print(f"FAILED {name}: {failed[name]}", flush=True)
+            continue
+        rows = len(ncu.read_csv(table))
+        done.append({"name": name, "kernels": rows, "report_kb": round(rep.stat().st_size / 1024, 1),
+                     "seconds": round(time.perf_counter() - started, 1)})
+        print(f"{name:58s} {rows:3d} kernels  {done[-1]['report_kb']:8.1f} KB  {done[-1]['seconds']:6.1f} s", flush=True)
+
+    props = torch.cuda.get_device_properties(0)
+    provenance = {
+        "gpu": props.name, "capability": f"{props.major}.{props.minor}", "sm_count": props.multi_processor_count,
+        "driver": driver_version(), "ncu": ncu.version(exe), "torch": torch.__version__, "cuda": str(torch.version.cuda),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": "python tools/record_ncu.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "ncu_command": shlex.join([exe, "--profile-from-start", "off", "--clock-control", "none", "--metrics",
+                                   "<metrics>", "-o", "<name>", *ncu.target("profile_one_forward('<stage>', '<shape>')")]),
+        "export_command": f"{exe} --import <name>.ncu-rep --csv --page raw",
+        "metrics": metrics, "recorded": done, "failed": failed,
+        "calibration": [{"name": f"calibration__{d}_{m}x{n}x{k}", "dtype": d, "m": m, "n": n, "k": k,
+                         "flops": 2 * m * n * k} for d, m, n, k in CALIBRATION],
+    }
+    (out / "provenance.json").write_text(json.dumps(provenance, indent=2))
+    print(f"wrote {out}: {len(done)} recorded, {len(failed)} failed")
+    return 0 if not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
