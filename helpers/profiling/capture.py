@@ -71,8 +71,12 @@ def _first_call(forward, compiled: bool) -> tuple[float, list[str]]:
     started = time.perf_counter()
     code: list[str] = []
     if compiled:
+        import torch._inductor.config as inductor_config
         from torch._inductor.utils import run_and_get_code
-        _, code = run_and_get_code(forward)
+        # no FX graph cache: a cache hit would skip the compile this call is meant to time,
+        # and would return no generated code
+        with inductor_config.patch(fx_graph_cache=False):
+            _, code = run_and_get_code(forward)
     else:
         forward()
     torch.cuda.synchronize()
