@@ -31,6 +31,8 @@ from helpers.profiling.stages import DEFAULT_SHAPE, STAGES, Shape  # noqa: E402
 STAGES_AT_ARTICLE_SHAPE = [s for s in STAGES if s != "hub_flash"]
 SWEEP_STAGES = ("naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "flex")
 SWEEP_SEQS = (512, 2048, 4096)
+MAX_REPORT_BYTES = 2 * 2**20  # reports over this are not kept (see below)
+KEEP_REPORTS_FOR = "calibration__bfloat16"
 CALIBRATION = (("bfloat16", 4096, 4096, 4096), ("float32", 2048, 2048, 2048))
 
 
@@ -75,7 +77,14 @@ def main(argv=None) -> int:
             print(f"FAILED {name}: {failed[name]}", flush=True)
             continue
         rows = len(ncu.read_csv(table))
-        done.append({"name": name, "kernels": rows, "report_kb": round(rep.stat().st_size / 1024, 1),
+        size = rep.stat().st_size
+        # a report embeds the CUDA modules of its kernels (ATen's run to tens of MB): the replay
+        # set keeps the small ones at the article's shape and one calibration; every CSV keeps
+        # all the counters, and this command remakes any report
+        kept = size <= MAX_REPORT_BYTES and (name.startswith(KEEP_REPORTS_FOR) or DEFAULT_SHAPE.key in name)
+        if not kept:
+            rep.unlink()
+        done.append({"name": name, "kernels": rows, "report_kb": round(size / 1024, 1), "report_kept": kept,
                      "seconds": round(time.perf_counter() - started, 1)})
         print(f"{name:58s} {rows:3d} kernels  {done[-1]['report_kb']:8.1f} KB  {done[-1]['seconds']:6.1f} s", flush=True)
 

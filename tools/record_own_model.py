@@ -156,8 +156,8 @@ def main() -> int:
         record(torch, "encoder12_train", train_step(torch, encoder_layer(torch, 12), 16, 256),
                f"torch.nn.TransformerEncoder({layer}, num_layers=12): one training step (AdamW) at x: [16, 256, {D_MODEL}]",
                data / "encoder12_train.json.gz")
-        record(torch, "encoder_100k", train_step(torch, encoder_layer(torch, 32), 8, 128),
-               f"torch.nn.TransformerEncoder({layer}, num_layers=32): training steps at x: [8, 128, {D_MODEL}], 6 active steps",
+        record(torch, "encoder_100k", train_step(torch, encoder_layer(torch, 19), 8, 128),
+               f"torch.nn.TransformerEncoder({layer}, num_layers=19): training steps at x: [8, 128, {D_MODEL}], 6 active steps",
                data / "encoder_100k.json.gz", active=6)
     except Exception as err:  # noqa: BLE001
         failed.append("benchmark traces")
