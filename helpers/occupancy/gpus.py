@@ -212,6 +212,15 @@ def _parse_capability(value) -> tuple[int, int] | None:
     return None
 
 
+# what gpu_spec() says about a GPU it does not know, as str.format templates (calculator.js gets
+# these same templates)
+MESSAGES = {
+    "unknown_capability": "unknown GPU: compute capability {major}.{minor} is not in the table; "
+                          "known: {known}",
+    "unknown_gpu": "unknown GPU {value!r}; known: {known}",
+}
+
+
 def known_gpus() -> str:
     """The capabilities and products the tables know, for error messages."""
     caps = ", ".join(f"{a}.{b}" for a, b in ARCHITECTURES)
@@ -233,8 +242,8 @@ def gpu_spec(name_or_capability: str | tuple[int, int] | GPUSpec | Product) -> G
     if capability is not None:
         if capability in ARCHITECTURES:
             return ARCHITECTURES[capability]
-        raise ValueError(f"unknown GPU: compute capability {capability[0]}.{capability[1]} is "
-                         f"not in the table; known: {known_gpus()}")
+        raise ValueError(MESSAGES["unknown_capability"].format(
+            major=capability[0], minor=capability[1], known=known_gpus()))
     if isinstance(name_or_capability, str):
         for key, product in PRODUCTS.items():
             if name_or_capability.strip().lower() == key.lower():
@@ -242,4 +251,4 @@ def gpu_spec(name_or_capability: str | tuple[int, int] | GPUSpec | Product) -> G
         product = product_for_device_name(name_or_capability)
         if product is not None:
             return product.spec
-    raise ValueError(f"unknown GPU {name_or_capability!r}; known: {known_gpus()}")
+    raise ValueError(MESSAGES["unknown_gpu"].format(value=name_or_capability, known=known_gpus()))
