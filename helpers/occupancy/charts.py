@@ -134,24 +134,32 @@ def spec_of(prof_or_gpu) -> GPUSpec:
 
 # ------------------------------------------------------------------------------ impact curves
 
+def impact_axes(gpu) -> dict:
+    """The values each impact curve varies over, before the current value is added:
+    {"threads"|"registers"|"shared_memory": {"range": (start, stop, step), "extra": [...]}}, the
+    range as Python's range() takes it. The browser calculator is handed these same axes."""
+    spec = gpu_spec(gpu)
+    smem_step = max(1024, 4 * spec.shared_memory_allocation_unit)
+    return {
+        "threads": {"range": (spec.warp_size, spec.max_threads_per_block + 1, spec.warp_size),
+                    "extra": []},
+        "registers": {"range": (0, spec.max_registers_per_thread + 1, 1), "extra": []},
+        "shared_memory": {"range": (0, spec.shared_memory_per_block_optin + 1, smem_step),
+                          "extra": [spec.shared_memory_per_block_optin]},
+    }
+
+
 def impact_series(gpu, threads: int, registers: int, shared_memory: int,
                   carveout: int | None = None, shared_memory_limit: str = "opt-in") -> dict:
     """The three curves as data: {"threads"|"registers"|"shared_memory": (xs, results)}."""
     spec = gpu_spec(gpu)
-    smem_step = max(1024, 4 * spec.shared_memory_allocation_unit)
-    sweeps = {
-        "threads": sorted(set(range(spec.warp_size, spec.max_threads_per_block + 1,
-                                    spec.warp_size)) | {threads}),
-        "registers": sorted(set(range(0, spec.max_registers_per_thread + 1)) | {registers}),
-        "shared_memory": sorted(set(range(0, spec.shared_memory_per_block_optin + 1, smem_step))
-                                | {spec.shared_memory_per_block_optin, shared_memory}),
-    }
+    now = {"threads": threads, "registers": registers, "shared_memory": shared_memory}
     out = {}
-    for what, xs in sweeps.items():
+    for what, axis in impact_axes(spec).items():
+        xs = sorted(set(range(*axis["range"])) | set(axis["extra"]) | {now[what]})
         results = []
         for x in xs:
-            args = {"threads": threads, "registers": registers, "shared_memory": shared_memory,
-                    what: x}
+            args = {**now, what: x}
             results.append(occupancy(spec, args["threads"], args["registers"],
                                      args["shared_memory"], carveout=carveout,
                                      shared_memory_limit=shared_memory_limit))
