@@ -176,7 +176,7 @@
     }
 
     function setCarveoutOptions(s, carveout) {
-      const options = [`<option value="">driver default (no preference: the most shared memory)</option>`]
+      const options = [`<option value="">driver default (the most shared memory)</option>`]
         .concat(s.carveouts.map((c) => `<option value="${c.percent}">${kib(c.bytes)} (carveout ${c.percent}%)</option>`));
       if (carveout !== null && !s.carveouts.some((c) => c.percent === carveout)) {
         options.push(`<option value="${carveout}">carveout ${carveout}%</option>`);
@@ -398,7 +398,7 @@
       }
       panels.shared_memory = { svg, box: `-0.1 0 1.2 ${Math.max(total, 1)}`, caption:
         `${int(blocks * per)} of ${int(total)} B (${pct(r.utilization.shared_memory)}); ${int(per)} B a block` +
-        (reserve ? `, ${int(reserve)} B of it the driver's (lighter)` : "") };
+        (reserve ? ` (the driver's ${int(reserve)} B lighter)` : "") };
       // warp slots: one column per sub-partition (the scheduler that runs the warp)
       const rowsW = s.maxWarpsPerSm / subs;
       svg = "";
