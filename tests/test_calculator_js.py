@@ -312,6 +312,26 @@ def test_it_shows_what_helpers_occupancy_says(open_page):
     assert not p.problems, p.problems
 
 
+def test_hovering_a_curve_reads_out_its_point(open_page):
+    p = open_page()
+    result = occupancy("A100", 256, 64, 30000)
+    p.load(**config_of(result))
+    xs, results = impact_series("A100", 256, 64, 30000)["threads"]
+    figure = p.page.locator('.apo-curve[data-curve="threads"]')
+    figure.scroll_into_view_if_needed()
+    box = figure.locator(".apo-hit").bounding_box()
+    for i in (1, len(xs) // 2, len(xs) - 3):
+        # the pointer over the i-th point: the readout speaks for it
+        p.page.mouse.move(box["x"] + xs[i] / xs[-1] * box["width"], box["y"] + box["height"] / 2)
+        r = results[i]
+        assert figure.locator(".apo-readout").inner_text() == (
+            f"{xs[i]}: {r.occupancy_pct:.1f}%, {r.active_blocks} block{'' if r.active_blocks == 1 else 's'}, "
+            f"{r.active_warps} warps · {limiter_label(r)}")
+    p.page.mouse.move(0, 0)
+    assert figure.locator(".apo-readout").inner_text().startswith("◆ now 256: ")
+    assert not p.problems, p.problems
+
+
 def test_presets_load_each_traced_kernel(open_page, kernels):
     p = open_page()
     buttons = p.page.locator(".apo-preset")

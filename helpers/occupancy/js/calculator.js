@@ -46,11 +46,13 @@
 
   function mount(root) {
     root.setAttribute("data-apo-mounted", "");
+    // a notebook cell run again replaces its output: forget the calculators no longer on the page
+    ns.calculators = ns.calculators.filter((c) => c.root.isConnected);
     const data = JSON.parse(root.querySelector(".apo-data").textContent);
     const calc = ns.createOccupancyCalculator(data);
     const py = ns.py;
     if (!ns.occupancy) ns.occupancy = calc.occupancy;  // the fixed API (every output has the same data)
-    const uid = "apo" + ns.calculators.length;
+    const uid = "apo" + (ns.mounted = (ns.mounted || 0) + 1);
     const bookMode = document.documentElement.hasAttribute("data-content_root");
     const style = data.style;
     const resourceLabel = data.labels.resources;
@@ -109,9 +111,9 @@
           <label><input type="radio" name="${uid}-limit" value="default"> <span data-label="default"></span></label>
         </fieldset>
       </div>
-      <div class="apo-results" aria-live="polite">
-        <p class="apo-stale-note" hidden></p>
-        <div class="apo-headline"></div>
+      <div class="apo-results">
+        <p class="apo-stale-note" role="status" hidden></p>
+        <div class="apo-headline" aria-live="polite"></div>
         <div class="apo-table-wrap"><table class="apo-resources">
           <thead><tr><th>resource</th><th>a block</th><th>in use</th><th>the SM</th><th>left</th><th>alone allows</th></tr></thead>
           <tbody></tbody></table></div>
