@@ -34,7 +34,7 @@ MODULES = {
     "hub": "helpers.pages.hub_flash",
     "occupancy_charts": "helpers.occupancy.charts",
     "occupancy_lessons": "helpers.occupancy.lessons",
-    "occupancy_widget": "helpers.occupancy.widget",
+    "occupancy_calculator": "helpers.occupancy.browser",
 }
 
 

@@ -10,7 +10,9 @@ ATTN_PROFILED_BOOK_HTML, an existing _build/html, to iterate quickly), served by
 - text in outputs (tables, chart text, cards) keeps a readable contrast on both themes;
 - guess/look toggles open and close; kernel names read literally, in the page and in hovers;
 - notebook pages offer the .ipynb download and the Colab and GPU Space launch links;
-- the occupancy explorer's controls change what it shows (skipped until its page is in the book).
+- the occupancy calculator calculates on its page as helpers.occupancy does (a sweep of every GPU),
+  keeps its configuration in the page's address, says what is wrong with a bad link, and reads at
+  1400×900 and 390×844; chapter 07's links open it with each kernel loaded.
 
 A full-page screenshot of each page and theme goes to <build output>/_build/screenshots (the
 path is printed at the end of the session). Chromium is installed by the environment (.ci/run),
@@ -105,10 +107,10 @@ def server(book):
 class Visit:
     """One page in one theme, with everything that went wrong while it loaded."""
 
-    def __init__(self, browser, base: str, path: str, theme: str):
+    def __init__(self, browser, base: str, path: str, theme: str, viewport=(1280, 900)):
         self.base, self.path, self.theme = base, path, theme
         self.problems: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900},
+        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
                                            color_scheme=theme)
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
@@ -156,8 +158,8 @@ class Visit:
 def visit(browser, server):
     opened: list[Visit] = []
 
-    def open_page(path: str, theme: str = "light") -> Visit:
-        v = Visit(browser, server, path, theme).open()
+    def open_page(path: str, theme: str = "light", viewport=(1280, 900)) -> Visit:
+        v = Visit(browser, server, path, theme, viewport).open()
         opened.append(v)
         return v
 
@@ -323,51 +325,110 @@ def test_template_kernel_names_read_literally(visit, book):
     assert "<Flash_fwd_kernel_traits<" in body_text(visit("notebooks/05_sdpa_flash.html"))
 
 
-EXPLORER_PAGES = ["notebooks/calculator.html", "notebooks/07_occupancy.html"]
+# --- the occupancy calculator ------------------------------------------------------------------
+
+CALCULATOR = "notebooks/calculator.html"
 
 
-@pytest.mark.parametrize("path", EXPLORER_PAGES)
-def test_occupancy_explorer_controls_change_the_readout(visit, book, path):
-    if not (book / path).exists():
-        pytest.skip(f"{path} is not in the book yet (its notebook is not in _toc.yml)")
-    v = visit(path)
-    index = v.page.evaluate("""() => [...document.querySelectorAll('.plotly-graph-div')].findIndex(
-        gd => (gd.layout.updatemenus || []).length || (gd.layout.sliders || []).length)""")
-    if index < 0:
-        pytest.skip(f"{path} has no figure with a dropdown or a slider")
-    gd = v.page.locator(".plotly-graph-div").nth(index)
-    gd.scroll_into_view_if_needed()
+def calculator_state(v: Visit) -> dict:
+    v.page.wait_for_function("() => (window.attentionProfiled?.calculators || []).length > 0")
+    return v.page.evaluate("""() => { const s = window.attentionProfiled.calculators[0].state();
+        return {stale: s.stale, config: s.config, result: s.result && {
+          activeBlocks: s.result.activeBlocks, activeWarps: s.result.activeWarps,
+          occupancy: s.result.occupancy, limiters: s.result.limiters}}; }""")
 
-    def readout():
-        return v.page.evaluate("""(i) => { const gd = document.querySelectorAll('.plotly-graph-div')[i];
-            return {text: [...gd.querySelectorAll('.infolayer text, .slider-currentvalue')].map(t => t.textContent).join(' | '),
-                    visible: gd._fullData.map(t => t.visible === true && t.xaxis === 'x')}; }""", index)
 
-    exercised = []
-    menus = gd.locator(".updatemenu-header")
-    if menus.count():
-        exercised.append("dropdown")
-        before = readout()
-        menus.first.click()
-        buttons = gd.locator(".updatemenu-dropdown-button")
-        assert buttons.count() > 1
-        buttons.nth(buttons.count() - 1).click()
-        v.page.wait_for_timeout(300)
-        after = readout()
-        assert after["text"] != before["text"], "choosing another entry changed nothing"
-        assert after["visible"] != before["visible"], "the dropdown showed the same traces"
-    rail = gd.locator(".slider-rail-touch-rect")
-    if rail.count():
-        exercised.append("slider")
-        before = readout()
-        labels = gd.locator(".slider-label")
-        target = labels.nth(labels.count() - 1) if labels.count() > 1 else rail.first
-        box = target.bounding_box()
-        rail_box = rail.first.bounding_box()
-        v.page.mouse.click(box["x"] + box["width"] / 2, rail_box["y"] + rail_box["height"] / 2)
-        v.page.wait_for_timeout(300)
-        after = readout()
-        assert after["text"] != before["text"], "moving the slider did not change its readout"
-        assert after["visible"] != before["visible"], "moving the slider showed the same traces"
-    assert exercised, "the figure's controls were not found"
+def test_the_calculator_calculates_in_the_book(visit, book):
+    """No kernel, nothing fetched: the page's own JavaScript agrees with helpers.occupancy on the
+    sweep of every compute capability and product, and on a random sample in full."""
+    import calculator_sweep as cs
+    v = visit(CALCULATOR)
+    text = body_text(v)
+    assert "needs a kernel" not in text and "running Jupyter kernel" not in text
+    assert v.page.locator("[data-apo-mounted]").count() == 1
+    result = cs.run_sweep(v.page, cs.cases())
+    assert result["configurations"] > 500_000 and not result["mismatches"], result["mismatches"][:5]
+    configs = cs.random_configs(2000, seed=11)
+    assert cs.page_answers(v.page, configs) == [cs.python_answer(*c) for c in configs]
+    # the page loads no widget manager and no plotly: it draws its own SVG
+    scripts = v.page.evaluate("() => [...document.scripts].map(s => s.src).filter(Boolean)")
+    assert not [s for s in scripts if "plotly" in s or "embed-amd" in s or "require.js" in s], scripts
+    assert not v.problems, "\n".join(v.problems)
+
+
+def test_a_link_opens_the_calculator_on_its_configuration(visit, book):
+    from urllib.parse import urlencode
+    from helpers.occupancy.browser import calculator_query
+    from helpers.occupancy.calculator import LIMITERS, occupancy
+    config = ("L40S", 256, 72, 30000, 50, "default")
+    v = visit(f"{CALCULATOR}?{calculator_query(*config[:4], carveout=config[4], shared_memory_limit=config[5])}")
+    want = occupancy(*config[:4], carveout=config[4], shared_memory_limit=config[5])
+    state = calculator_state(v)
+    assert state["config"] == {"gpu": "L40S", "threads": 256, "registers": 72, "smem": 30000,
+                               "carveout": 50, "limit": "default"}
+    assert state["result"] == {"activeBlocks": want.active_blocks, "activeWarps": want.active_warps,
+                               "occupancy": want.occupancy,
+                               "limiters": [k for k in LIMITERS if k in want.limiters]}
+    # a reader's change goes into the address, which reproduces it
+    v.page.locator('.apo-field[data-field="registers"] input[type="text"]').fill("40")
+    expected = calculator_query("L40S", 256, 40, 30000, carveout=50, shared_memory_limit="default")
+    v.page.wait_for_function("(q) => location.search === '?' + q", arg=expected)
+    again = visit(f"{CALCULATOR}?{expected}")
+    assert calculator_state(again)["config"]["registers"] == 40
+    # a bad link says so, and shows the defaults
+    bad = visit(f"{CALCULATOR}?{urlencode({'gpu': 'GTX 9999', 'threads': '0'})}")
+    notice = bad.page.locator(".apo-notice")
+    assert notice.is_visible() and "gpu=GTX 9999" in notice.inner_text() and "threads=0" in notice.inner_text()
+    initial = bad.page.evaluate("() => JSON.parse(document.querySelector('.apo-data').textContent).initial")
+    assert calculator_state(bad)["config"] == initial
+    # a refused field: its message, the results stale
+    field = v.page.locator('.apo-field[data-field="threads"]')
+    field.locator('input[type="text"]').fill("1025")
+    try:
+        occupancy("L40S", 1025, 40, 30000)
+    except ValueError as err:
+        assert field.locator(".apo-error").inner_text() == str(err)
+    assert calculator_state(v)["stale"]
+    for visit_ in (v, again, bad):
+        assert not visit_.problems, "\n".join(visit_.problems)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("viewport", [(1400, 900), (390, 844)], ids=["laptop", "phone"])
+def test_the_calculator_reads_on_a_laptop_and_a_phone(visit, book, viewport, theme):
+    v = visit(CALCULATOR, theme, viewport)
+    calculator_state(v)
+    # nothing wider than the screen (the resource table scrolls inside its own box)
+    overflow = v.page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"the page is {overflow}px wider than a {viewport[0]}px screen"
+    for selector in (".apo-headline", ".apo-curves", ".apo-sm", ".apo-controls"):
+        box = v.page.locator(selector).bounding_box()
+        assert box and box["width"] <= viewport[0], selector
+    bad = v.page.evaluate(CONTRAST_JS, MIN_CONTRAST)
+    assert not bad, "\n".join(bad)
+    name = f"calculator__{viewport[0]}x{viewport[1]}__{theme}"
+    v.page.screenshot(path=str(book.parent / "screenshots" / f"{name}.png"), full_page=True)
+    v.page.locator(".apo-results").screenshot(path=str(book.parent / "screenshots" / f"{name}__results.png"))
+    assert not v.problems, "\n".join(v.problems)
+
+
+def test_chapter_07_opens_each_kernel_in_the_calculator(visit, book):
+    from urllib.parse import parse_qs, urlsplit
+    v = visit("notebooks/07_occupancy.html")
+    links = v.page.locator("a.apo-kernel-link")
+    hrefs = links.evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    assert len(hrefs) >= 10 and all(h.startswith("calculator.html?") for h in hrefs)
+    for href in hrefs[:: max(1, len(hrefs) // 6)]:
+        opened = visit(f"notebooks/{href}")
+        q = {k: v_[0] for k, v_ in parse_qs(urlsplit(href).query).items()}
+        state = calculator_state(opened)
+        assert not opened.page.locator(".apo-notice").is_visible()
+        assert state["config"] == {"gpu": q["gpu"], "threads": int(q["threads"]),
+                                   "registers": int(q["registers"]), "smem": int(q["smem"]),
+                                   "carveout": None, "limit": "opt-in"}
+        assert not opened.problems, "\n".join(opened.problems)
+    # following a link is a reader's click, too
+    links.first.click()
+    v.page.wait_for_url("**/calculator.html?*")
+    assert calculator_state(v)["config"]["threads"] == int(parse_qs(urlsplit(hrefs[0]).query)["threads"][0])
     assert not v.problems, "\n".join(v.problems)

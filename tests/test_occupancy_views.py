@@ -1,5 +1,6 @@
-"""Tests of the occupancy views: the calculator widget, the explorer, the charts, the drawn SM and
-the notebook helpers of "7. Occupancy math".
+"""Tests of the occupancy views: the calculator's presets and links, the charts, the drawn SM and
+the notebook helpers of "7. Occupancy math". (The browser calculator itself is tested in Chromium
+by tests/test_calculator_js.py.)
 
 Every expected value is computed here, from helpers.occupancy or from the raw trace JSON; none
 is typed in.
@@ -10,10 +11,7 @@ import json
 import math
 import random
 import re
-import shutil
-import subprocess
-from pathlib import Path
-
+import pandas as pd
 import pytest
 
 from conftest import ROOT, raw_document
@@ -31,103 +29,6 @@ def kernels():
     return oc.traced_kernels()
 
 
-@pytest.fixture(scope="module")
-def calc(kernels):
-    from helpers.occupancy.widget import calculator
-    return calculator(presets_from=kernels)
-
-
-@pytest.fixture(scope="module")
-def explorer_json(kernels):
-    fig = oc.explorer(kernels=kernels)
-    return json.loads(fig.to_json())
-
-
-def _same(result, expected) -> bool:
-    return (result.active_blocks == expected.active_blocks
-            and result.active_warps == expected.active_warps
-            and result.limiters == expected.limiters
-            and result.block_limits == expected.block_limits
-            and result.utilization == expected.utilization)
-
-
-# ------------------------------------------------------------------------------------- widget
-
-def _check_state(calc):
-    """Every control inside the selected GPU's limits, and every readout that of occupancy()."""
-    spec = gpu_spec(calc.gpu.value)
-    v = calc.values
-    assert 1 <= v["threads_per_block"] <= spec.max_threads_per_block
-    assert 0 <= v["registers_per_thread"] <= spec.max_registers_per_thread
-    assert 0 <= v["shared_memory_per_block"] <= spec.shared_memory_per_block_optin
-    assert v["carveout"] is None or 0 <= v["carveout"] <= 100
-    assert calc.threads.max == spec.max_threads_per_block
-    assert calc.registers.max == spec.max_registers_per_thread
-    assert calc.shared_memory.max == spec.shared_memory_per_block_optin
-    expected = occupancy(v["gpu"], v["threads_per_block"], v["registers_per_thread"],
-                         v["shared_memory_per_block"], carveout=v["carveout"],
-                         shared_memory_limit=v["shared_memory_limit"])
-    assert _same(calc.result, expected)
-    text = re.sub(r"<[^>]+>", "", calc.readout.value)
-    assert f"{expected.active_blocks} active blocks" in text
-    assert f"{expected.active_warps} of {expected.max_warps} warps" in text
-    assert f"occupancy {expected.occupancy_pct:.1f}%" in text
-    assert f"limited by {oc.limiter_label(expected)}" in text
-    # the charts and the drawing shown are those of the same configuration
-    from helpers.occupancy.drawing import filled_fractions
-    fractions = filled_fractions(calc.sm_figure)
-    for resource in ("registers", "shared_memory", "warps", "blocks"):
-        assert math.isclose(fractions[resource], expected.utilization[resource], abs_tol=1e-9)
-    bars = calc.bars_figure.data[0]
-    assert list(bars.x) == [round(100 * expected.utilization[r], 2)
-                            for r in ("warps", "registers", "shared_memory", "blocks")]
-
-
-def test_widget_starts_valid(calc):
-    _check_state(calc)
-
-
-def test_widget_extremes_and_gpu_switches_stay_valid(calc):
-    sliders = [calc.threads, calc.registers, calc.shared_memory, calc.carveout]
-    # each GPU after the one with the largest limits, and after the one with the smallest
-    order = [g for pair in zip(GPUS, ["H200"] * len(GPUS), GPUS, ["T4"] * len(GPUS)) for g in pair]
-    for i, gpu in enumerate(order):
-        calc.gpu.value = gpu
-        _check_state(calc)
-        if i % 4:
-            continue
-        for slider in sliders:
-            for value in (slider.max + 10_000, slider.min - 10_000):
-                slider.value = value   # outside the bounds ipywidgets clamps it
-                _check_state(calc)
-        # every control at its maximum, then a GPU with smaller limits: re-clamped
-        for slider in sliders:
-            slider.value = slider.max
-        _check_state(calc)
-
-
-def test_widget_random_walk_stays_valid(calc):
-    rng = random.Random(7)
-    for _ in range(80):
-        action = rng.randrange(7)
-        if action == 0:
-            calc.gpu.value = rng.choice(GPUS)
-        elif action == 1:
-            calc.threads.value = rng.randint(-5, 1100)
-        elif action == 2:
-            calc.registers.value = rng.randint(-5, 300)
-        elif action == 3:
-            calc.shared_memory.value = rng.randint(-5, 240_000)
-        elif action == 4:
-            calc.carveout_auto.value = not calc.carveout_auto.value
-            calc.carveout.value = rng.randint(-5, 120)
-        elif action == 5:
-            calc.shared_memory_limit.value = rng.choice(["opt-in", "default"])
-        else:
-            rng.choice(calc.preset_buttons).click()
-        _check_state(calc)
-
-
 def _raw_kernels() -> dict[tuple, str]:
     """(name, registers, threads, shared memory) of every kernel event of the default-shape
     traces, straight from the JSON, with the GPU the trace records."""
@@ -143,181 +44,74 @@ def _raw_kernels() -> dict[tuple, str]:
     return out
 
 
-def test_presets_load_the_traced_values_exactly(calc, kernels):
+def test_presets_are_the_traced_values_exactly(kernels):
+    from helpers.occupancy.browser import calculator_data
+    data = calculator_data(kernels)
     raw = _raw_kernels()
-    assert len(calc.preset_buttons) == len(kernels) > 0
+    presets = data["presets"]
+    assert len(presets) == len(kernels) > 0
     loaded = set()
-    for button, row in zip(calc.preset_buttons, kernels.itertuples()):
-        button.click()
-        key = (row.name, calc.registers.value, calc.threads.value, calc.shared_memory.value)
-        assert key in raw, f"preset {button.description} does not match the trace's args"
-        assert calc.gpu.value == gpu_spec(raw[key]).product
-        assert calc.values["carveout"] is None and calc.values["shared_memory_limit"] == "opt-in"
-        _check_state(calc)
+    for p in presets:
+        key = (p["name"], p["registers"], p["threads"], p["sharedMemory"])
+        assert key in raw, f"preset {p['label']} does not match the trace's args"
+        assert p["gpu"] == gpu_spec(raw[key]).product and p["tracedOn"] == raw[key]
         loaded.add(key)
-    # and every kernel of the forward steps is among the presets
+    # every kernel of the forward steps is a preset, and every kernel name of the traces is one
     forward = {(r.name, r.registers, r.threads, r.shared_memory) for r in kernels.itertuples()}
     assert loaded == forward
     assert {k[0] for k in raw} == {k[0] for k in forward}
+    # the calculator starts on FlashAttention-2's kernel as traced (sdpa_flash)
+    flash = next(p for p in presets if "sdpa_flash" in p["stages"].split(", "))
+    assert data["initial"] == {"gpu": flash["gpu"], "threads": flash["threads"],
+                               "registers": flash["registers"], "smem": flash["sharedMemory"],
+                               "carveout": None, "limit": "opt-in"}
 
 
-# ----------------------------------------------------------------------------------- explorer
-
-def _decode(value):
-    return oc.decode_array(value)
-
-
-def _gpu_traces(doc: dict, gpu_index: int) -> list[int]:
-    args = doc["layout"]["updatemenus"][0]["buttons"][gpu_index]["args"][0]
-    return [i for i, a in enumerate(args["xaxis"]) if a == "x"]
-
-
-def test_explorer_is_small(explorer_json):
-    size = len(json.dumps(explorer_json, separators=(",", ":")).encode())
-    assert size < 300_000, f"the explorer's figure JSON is {size / 1024:.0f} KB"
-
-
-def test_explorer_controls(explorer_json):
-    doc = explorer_json
-    buttons = doc["layout"]["updatemenus"][0]["buttons"]
-    assert [b["label"] for b in buttons] == [gpu_spec(g).name for g in GPUS]
-    steps = doc["layout"]["sliders"][0]["steps"]
-    levels = list(oc.EXPLORER_SMEM_LEVELS)
-    assert len(steps) == len(levels)
-    data = doc["data"]
-    for li, step in enumerate(steps):
-        update, indices = step["args"]
-        for i, visible in zip(indices, update["visible"]):
-            trace = data[i]
-            if trace["type"] in ("heatmap", "bar"):
-                assert visible == (trace["meta"][0] == levels[li])
-    for gi, gpu in enumerate(GPUS):
-        spec = gpu_spec(gpu)
-        mine = _gpu_traces(doc, gi)
-        heat = [data[i] for i in mine if data[i]["type"] == "heatmap"]
-        valid = [lv for lv in levels if lv <= spec.shared_memory_per_block_optin]
-        assert sorted(t["meta"][0] for t in heat) == valid
-        assert all(t["meta"][1] == spec.max_warps_per_sm for t in heat)
+def test_calculator_data_is_the_python_tables():
+    """What the browser calculator is handed is helpers.occupancy's, field by field."""
+    from helpers.occupancy import calculator as calc_module, gpus
+    from helpers.occupancy.browser import calculator_data, carveout_percentages
+    data = calculator_data(pd.DataFrame(columns=["label"]), source="")
+    assert [a["capability"] for a in data["architectures"]] == [
+        f"{a}.{b}" for a, b in gpus.ARCHITECTURES]
+    for arch in data["architectures"]:
+        spec = gpu_spec(arch["capability"])
+        assert arch["sharedMemoryCarveouts"] == list(spec.shared_memory_carveouts)
+        assert arch["sharedMemoryPerBlockOptin"] == spec.shared_memory_per_block_optin
+        assert arch["maxWarpsPerSm"] == spec.max_warps_per_sm
+        # each carveout percentage gives its size, and is the largest that does
+        for c in carveout_percentages(spec):
+            assert occupancy(spec, 32, 0, 0, carveout=c["percent"]).shared_memory_per_sm == max(
+                c["bytes"], occupancy(spec, 32, 0, 0, carveout=0).shared_memory_per_sm)
+            if c["percent"] < 100:
+                assert calc_module._preferred_shared_memory(spec, c["percent"] + 1) > c["bytes"]
+        axes = oc.impact_axes(spec)
+        assert arch["impact"] == {k: {"range": list(v["range"]), "extra": list(v["extra"])}
+                                  for k, v in axes.items()}
+    assert [p["name"] for p in data["products"]] == list(PRODUCTS)
+    assert data["messages"] == {**calc_module.MESSAGES, **gpus.MESSAGES}
+    assert data["knownGpus"] == gpus.known_gpus()
+    assert data["presets"] == []
+    start = data["initial"]   # with no presets, still a configuration occupancy() takes
+    occupancy(start["gpu"], start["threads"], start["registers"], start["smem"],
+              carveout=start["carveout"], shared_memory_limit=start["limit"])
 
 
-def test_explorer_hover_numbers_agree_with_occupancy(explorer_json):
-    doc, data = explorer_json, explorer_json["data"]
-    rng = random.Random(3)
-    checked = 0
-    for gi, gpu in enumerate(GPUS):
-        spec = gpu_spec(gpu)
-        mine = _gpu_traces(doc, gi)
-        for i in mine:
-            heat = data[i]
-            if heat["type"] != "heatmap":
-                continue
-            level = heat["meta"][0]
-            xs, ys = _decode(heat["x"]), _decode(heat["y"])
-            z, cd = _decode(heat["z"]), _decode(heat["customdata"])
-            bars = [data[j] for j in mine if data[j]["type"] == "bar"
-                    and data[j]["meta"][0] == level]
-            for _ in range(40):
-                a, b = rng.randrange(len(ys)), rng.randrange(len(xs))
-                threads, regs = int(ys[a]), int(xs[b])
-                res = occupancy(spec, threads, regs, level)
-                assert z[a, b] == math.floor(res.occupancy_pct + 0.5)
-                assert (cd[a, b, 0], cd[a, b, 1]) == (res.active_blocks, res.active_warps)
-                # a bar covers the cell exactly when the limiter is not registers alone; its
-                # hover numbers are the cell's
-                covering = []
-                for bar in bars:
-                    by, base, length = _decode(bar["y"]), _decode(bar["base"]), _decode(bar["x"])
-                    bcd = _decode(bar["customdata"])
-                    for k in range(len(by)):
-                        if by[k] == threads and base[k] <= regs <= base[k] + length[k]:
-                            covering.append((bar["text"][k], tuple(int(v) for v in bcd[k][:3])))
-                label = oc.limiter_label(res)
-                if label == "registers":
-                    assert covering == []
-                else:
-                    assert covering == [(label, (z[a, b], res.active_blocks, res.active_warps))]
-                checked += 1
-    assert checked > 1000
-
-
-def test_explorer_kernel_points(explorer_json, kernels):
-    doc, data = explorer_json, explorer_json["data"]
-    for gi, gpu in enumerate(GPUS):
-        spec = gpu_spec(gpu)
-        points = [data[i] for i in _gpu_traces(doc, gi) if data[i]["type"] == "scatter"
-                  and data[i].get("mode") == "markers"]
-        assert len(points) == 1
-        xs, ys = list(_decode(points[0]["x"])), list(_decode(points[0]["y"]))
-        for r in kernels.itertuples():
-            k = list(zip(xs, ys)).index((r.registers, r.threads))
-            text = points[0]["text"][k]
-            if r.shared_memory > spec.shared_memory_per_block_optin:
-                assert f"cannot launch on {spec.name}" in text
-            else:
-                res = occupancy(spec, r.threads, r.registers, r.shared_memory)
-                assert (f"{res.active_warps} of {res.max_warps} warps "
-                        f"({res.occupancy_pct:.1f}%), limited by {oc.limiter_label(res)}") in text
-
-
-@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("google-chrome")),
-                    reason="needs a headless chromium to drive the figure")
-def test_explorer_hover_in_a_browser(tmp_path, explorer_json, kernels):
-    """Plotly itself draws the figure, the controls' args are applied as clicks apply them, and
-    the hover label shown at sampled cells says what occupancy() says."""
-    browser = shutil.which("chromium") or shutil.which("google-chrome")
-    import plotly
-    shutil.copy(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", tmp_path)
-    regs, threads = oc.explorer_axes()
-    levels = list(oc.EXPLORER_SMEM_LEVELS)
-    rng = random.Random(11)
-    probes = []
-    for gi, gpu in enumerate(GPUS):
-        spec = gpu_spec(gpu)
-        for li, level in enumerate(levels):
-            if level > spec.shared_memory_per_block_optin:
-                continue
-            for _ in range(3):
-                r, t = rng.choice(regs), rng.choice(threads)
-                # a traced kernel's point nearby takes the hover, as it should
-                if any(abs(r - kr) <= 16 and abs(t - kt) <= 64
-                       for kr, kt in zip(kernels["registers"], kernels["threads"])):
-                    continue
-                res = occupancy(spec, t, r, level)
-                probes.append({"g": gi, "l": li, "x": r, "y": t, "want": [
-                    f"{t} threads", f"{level} B shared memory",
-                    f"occupancy {math.floor(res.occupancy_pct + 0.5)}%",
-                    f"blocks {res.active_blocks},", f"warps {res.active_warps} of",
-                    f"limited by {oc.limiter_label(res)}"]})
-    page = tmp_path / "explorer.html"
-    page.write_text(f"""<html><head><script src="plotly.min.js"></script></head><body>
-<div id="g"></div><pre id="out"></pre><script>
-var fig = {json.dumps(explorer_json)}; var probes = {json.dumps(probes)};
-var sleep = function (ms) {{ return new Promise(function (r) {{ setTimeout(r, ms); }}); }};
-(async function () {{
-  var gd = document.getElementById('g'), out = [], cur = [-1, -1];
-  await Plotly.newPlot(gd, fig.data, Object.assign(fig.layout, {{width: 900, height: 640}}));
-  for (var p of probes) {{
-    if (cur[0] !== p.g) {{ var a = fig.layout.updatemenus[0].buttons[p.g].args;
-                          await Plotly.update(gd, a[0], a[1]); cur[0] = p.g; }}
-    if (cur[1] !== p.l) {{ var s = fig.layout.sliders[0].steps[p.l].args;
-                          await Plotly.restyle(gd, s[0], s[1]); cur[1] = p.l; }}
-    await sleep(120);
-    Plotly.Fx.hover(gd, {{xval: p.x, yval: p.y}}, 'xy'); await sleep(40);
-    var el = document.querySelector('.hoverlayer .hovertext');
-    out.push(el ? el.textContent : '');
-  }}
-  document.getElementById('out').textContent = JSON.stringify(out);
-}})();
-</script></body></html>""")
-    result = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
-                             "--virtual-time-budget=300000", "--dump-dom", page.as_uri()],
-                            capture_output=True, text=True, timeout=300)
-    import html
-    body = result.stdout.split('<pre id="out">')[1].split("</pre>")[0]
-    shown = json.loads(html.unescape(body))
-    assert len(shown) == len(probes) > 100
-    bad = [(p, s) for p, s in zip(probes, shown) if not all(w in s for w in p["want"])]
-    assert not bad, bad[:3]
+def test_calculator_links_carry_each_kernel(kernels):
+    from urllib.parse import parse_qs, urlsplit
+    from helpers.occupancy.browser import kernel_links
+    links = kernel_links(kernels)
+    assert len(links.rows) == len(kernels)
+    for row, k in zip(links.rows, kernels.itertuples()):
+        q = {key: v[0] for key, v in parse_qs(urlsplit(row["href"]).query).items()}
+        assert urlsplit(row["href"]).path == "calculator.html"
+        assert q == {"gpu": gpu_spec(k.gpu).product, "threads": str(k.threads),
+                     "registers": str(k.registers), "smem": str(k.shared_memory),
+                     "carveout": "default", "limit": "opt-in"}
+        res = occupancy(k.gpu, k.threads, k.registers, k.shared_memory)
+        assert row["occupancy"] == f"{res.occupancy_pct:.1f}% ({oc.limiter_label(res)})"
+    html = links.to_html()
+    assert html.count('class="apo-kernel-link"') == len(kernels)
 
 
 # ------------------------------------------------------------------------------------- charts

@@ -2,8 +2,8 @@
 
 Charts are rendered with include_plotlyjs=False (helpers/pages/charts.py), so each page carries only its
 figures' data; this puts the plotly.js that ships with the installed plotly package beside them.
-Pages load it only where it is needed: every notebook page, and any other page with a chart
-(4.7 MB that the intro, the glossary or the search page have no use for).
+Pages load it only where it is needed: a page that draws a chart (4.7 MB that the intro, the
+glossary, the search page or the occupancy calculator, which draws its own SVG, have no use for).
 """
 from pathlib import Path
 
@@ -19,8 +19,7 @@ def copy_plotly_js(app, exception):
 
 
 def add_plotly_js(app, pagename, templatename, context, doctree):
-    is_notebook = context.get("page_source_suffix") == ".ipynb"
-    if is_notebook or "Plotly.newPlot" in context.get("body", ""):
+    if "Plotly.newPlot" in context.get("body", ""):
         app.add_js_file("plotly.min.js")
 
 

@@ -2,8 +2,9 @@
 
 calculator (CUDA's occupancy rules, and Kineto's estimate) and gpus (the per-architecture limits
 and the products) are the calculator itself, and import nothing else of helpers; charts, drawing
-(the SM drawing), widget (the notebook calculator), lessons (the occupancy chapter) and
-smem_cliff (the shared-memory experiment) build on it and on the two layers below.
+(the SM drawing), browser (the calculator page, which calculates in the reader's browser with
+js/occupancy.js, a port of calculator.py handed every table by Python), lessons (the occupancy
+chapter) and smem_cliff (the shared-memory experiment) build on it and on the two layers below.
 
     from helpers.occupancy import occupancy
     occupancy("H200", 384, 168, 134144)   # -> Occupancy(active_blocks=1, ...)

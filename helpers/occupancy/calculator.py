@@ -37,6 +37,21 @@ UNLIMITED = 2**31 - 1
 LIMITERS = ("warps", "registers", "shared_memory", "blocks")
 SHARED_MEMORY_LIMITS = ("default", "opt-in")
 
+# What occupancy() says about input it refuses, as str.format templates. The browser calculator
+# (calculator.js) is handed these same templates, so a field shows the words this module raises.
+MESSAGES = {
+    "not_integer": "{what} must be an integer, got {value!r}",
+    "threads": "threads_per_block must be between 1 and the max threads per block ({limit}), "
+               "got {value}",
+    "registers": "registers_per_thread must be between 0 and the max registers per thread "
+                 "({limit}), got {value}",
+    "shared_memory_negative": "shared_memory_per_block must not be negative, got {value}",
+    "shared_memory_optin": "shared_memory_per_block {value} B is above the opt-in shared memory "
+                           "per block maximum of {gpu} ({limit} B)",
+    "carveout": "carveout must be None (no preference) or a percentage 0..100, got {value}",
+    "shared_memory_limit": "shared_memory_limit must be one of {limits}, got {value!r}",
+}
+
 
 @dataclass(frozen=True)
 class Occupancy:
@@ -68,13 +83,13 @@ class Occupancy:
 
 def _as_int(value, what: str) -> int:
     if isinstance(value, bool):
-        raise ValueError(f"{what} must be an integer, got {value!r}")
+        raise ValueError(MESSAGES["not_integer"].format(what=what, value=value))
     if isinstance(value, float) and value.is_integer():
         return int(value)
     try:
         return operator.index(value)
     except TypeError:
-        raise ValueError(f"{what} must be an integer, got {value!r}") from None
+        raise ValueError(MESSAGES["not_integer"].format(what=what, value=value)) from None
 
 
 def _round_up(x: int, unit: int) -> int:
@@ -103,23 +118,20 @@ def _preferred_shared_memory(spec: GPUSpec, carveout: int | None) -> int:
 
 def _check(spec, threads, registers, smem, carveout, shared_memory_limit):
     if not 1 <= threads <= spec.max_threads_per_block:
-        raise ValueError(f"threads_per_block must be between 1 and the max threads per block "
-                         f"({spec.max_threads_per_block}), got {threads}")
+        raise ValueError(MESSAGES["threads"].format(limit=spec.max_threads_per_block, value=threads))
     if not 0 <= registers <= spec.max_registers_per_thread:
-        raise ValueError(f"registers_per_thread must be between 0 and the max registers per "
-                         f"thread ({spec.max_registers_per_thread}), got {registers}")
+        raise ValueError(MESSAGES["registers"].format(limit=spec.max_registers_per_thread,
+                                                      value=registers))
     if smem < 0:
-        raise ValueError(f"shared_memory_per_block must not be negative, got {smem}")
+        raise ValueError(MESSAGES["shared_memory_negative"].format(value=smem))
     if smem > spec.shared_memory_per_block_optin:
-        raise ValueError(f"shared_memory_per_block {smem} B is above the opt-in shared memory "
-                         f"per block maximum of {spec.name} "
-                         f"({spec.shared_memory_per_block_optin} B)")
+        raise ValueError(MESSAGES["shared_memory_optin"].format(
+            value=smem, gpu=spec.name, limit=spec.shared_memory_per_block_optin))
     if carveout is not None and not 0 <= carveout <= 100:
-        raise ValueError(f"carveout must be None (no preference) or a percentage 0..100, "
-                         f"got {carveout}")
+        raise ValueError(MESSAGES["carveout"].format(value=carveout))
     if shared_memory_limit not in SHARED_MEMORY_LIMITS:
-        raise ValueError(f"shared_memory_limit must be one of {SHARED_MEMORY_LIMITS}, "
-                         f"got {shared_memory_limit!r}")
+        raise ValueError(MESSAGES["shared_memory_limit"].format(limits=SHARED_MEMORY_LIMITS,
+                                                                value=shared_memory_limit))
 
 
 def occupancy(gpu, threads_per_block: int, registers_per_thread: int,

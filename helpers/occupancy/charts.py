@@ -7,18 +7,17 @@
 * ``stage_occupancy``: the kernels of several stage traces, theoretical occupancy (with the
   shared-memory opt-in) beside CUPTI's ``est. achieved occupancy %``, registers per thread and
   warps per SM;
-* ``explorer``: the static occupancy explorer, a heatmap of occupancy over registers per thread
-  x threads per block for each GPU product and several shared-memory levels, precomputed, with a
-  GPU dropdown and a shared-memory slider, and the traced kernels as points.
+* ``traced_kernels``: the kernels of the recorded stage traces, the calculator's presets.
+
+The browser calculator (``helpers.occupancy.browser``) draws the impact curves itself, from
+``impact_axes``, in the same colours.
 
 Every number a chart shows comes from ``helpers.occupancy.occupancy``; nothing is typed in.
 """
 from __future__ import annotations
 
-import math
-from typing import Iterable, Sequence
+from typing import Sequence
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -28,7 +27,7 @@ from ..profiling.modes import profile_stage
 from ..profiling.profile import Profile, TraceError
 from ..profiling.stages import DEFAULT_SHAPE, STAGES
 from .calculator import LIMITERS, UNLIMITED, Occupancy, occupancy
-from .gpus import KiB, PRODUCTS, GPUSpec, gpu_spec
+from .gpus import GPUSpec, gpu_spec
 
 RESOURCE_LABELS = {"warps": "warp slots", "registers": "registers",
                    "shared_memory": "shared memory", "blocks": "block slots"}
@@ -36,10 +35,6 @@ CURRENT_COLOR = "#E45756"
 CURVE_COLOR = SERIES_COLORS["GPU time"]
 THEORETICAL_COLOR = KIND_COLORS["attention"]
 CUPTI_COLOR = MUTED
-# the explorer's shared-memory levels per block, bytes: none, a little, the 48 KiB default cap
-# (FlashAttention-2's 49152 B), and sizes only the opt-in reaches, up to Hopper's maximum
-EXPLORER_SMEM_LEVELS = (0, 16 * KiB, 48 * KiB, 96 * KiB, 160 * KiB, 227 * KiB)
-EXPLORER_GPUS = tuple(PRODUCTS)
 
 
 def limiter_label(result: Occupancy) -> str:
@@ -49,10 +44,6 @@ def limiter_label(result: Occupancy) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _kib(nbytes: int) -> str:
-    return f"{nbytes / KiB:g} KiB"
 
 
 def _gpu_label(spec: GPUSpec) -> str:
@@ -134,24 +125,32 @@ def spec_of(prof_or_gpu) -> GPUSpec:
 
 # ------------------------------------------------------------------------------ impact curves
 
+def impact_axes(gpu) -> dict:
+    """The values each impact curve varies over, before the current value is added:
+    {"threads"|"registers"|"shared_memory": {"range": (start, stop, step), "extra": [...]}}, the
+    range as Python's range() takes it. The browser calculator is handed these same axes."""
+    spec = gpu_spec(gpu)
+    smem_step = max(1024, 4 * spec.shared_memory_allocation_unit)
+    return {
+        "threads": {"range": (spec.warp_size, spec.max_threads_per_block + 1, spec.warp_size),
+                    "extra": []},
+        "registers": {"range": (0, spec.max_registers_per_thread + 1, 1), "extra": []},
+        "shared_memory": {"range": (0, spec.shared_memory_per_block_optin + 1, smem_step),
+                          "extra": [spec.shared_memory_per_block_optin]},
+    }
+
+
 def impact_series(gpu, threads: int, registers: int, shared_memory: int,
                   carveout: int | None = None, shared_memory_limit: str = "opt-in") -> dict:
     """The three curves as data: {"threads"|"registers"|"shared_memory": (xs, results)}."""
     spec = gpu_spec(gpu)
-    smem_step = max(1024, 4 * spec.shared_memory_allocation_unit)
-    sweeps = {
-        "threads": sorted(set(range(spec.warp_size, spec.max_threads_per_block + 1,
-                                    spec.warp_size)) | {threads}),
-        "registers": sorted(set(range(0, spec.max_registers_per_thread + 1)) | {registers}),
-        "shared_memory": sorted(set(range(0, spec.shared_memory_per_block_optin + 1, smem_step))
-                                | {spec.shared_memory_per_block_optin, shared_memory}),
-    }
+    now = {"threads": threads, "registers": registers, "shared_memory": shared_memory}
     out = {}
-    for what, xs in sweeps.items():
+    for what, axis in impact_axes(spec).items():
+        xs = sorted(set(range(*axis["range"])) | set(axis["extra"]) | {now[what]})
         results = []
         for x in xs:
-            args = {"threads": threads, "registers": registers, "shared_memory": shared_memory,
-                    what: x}
+            args = {**now, what: x}
             results.append(occupancy(spec, args["threads"], args["registers"],
                                      args["shared_memory"], carveout=carveout,
                                      shared_memory_limit=shared_memory_limit))
@@ -335,264 +334,3 @@ def stage_occupancy(profiles: Sequence[Profile] | Profile, theoretical: bool = T
                   f"one forward of {', '.join(dict.fromkeys(table['stage']))} · {gpus}"
                   + (" · theoretical: helpers.occupancy with the shared-memory opt-in"
                      if theoretical else ""))
-
-
-# ----------------------------------------------------------------------------------- explorer
-
-def explorer_axes(registers_step: int = 8, threads_step: int = 32,
-                  spec: GPUSpec | None = None) -> tuple[list[int], list[int]]:
-    """The explorer's grid: registers per thread (x) and threads per block (y)."""
-    max_regs = spec.max_registers_per_thread if spec else 255
-    max_threads = spec.max_threads_per_block if spec else 1024
-    regs = list(range(registers_step, max_regs + 1, registers_step))
-    if regs[-1] != max_regs:
-        regs.append(max_regs)
-    threads = list(range(threads_step, max_threads + 1, threads_step))
-    return regs, threads
-
-
-def _per_sm_key(spec: GPUSpec) -> tuple:
-    """What decides the grid: two products with the same per-SM limits share one."""
-    return (spec.max_warps_per_sm, spec.max_blocks_per_sm, spec.registers_per_sm,
-            spec.max_registers_per_block, spec.register_allocation_unit, spec.sm_subpartitions,
-            spec.shared_memory_carveouts_kib, spec.shared_memory_per_block_optin,
-            spec.reserved_shared_memory_per_block, spec.shared_memory_allocation_unit,
-            spec.max_threads_per_block, spec.max_registers_per_thread)
-
-
-def explorer_grid(gpu, shared_memory: int, regs: Sequence[int], threads: Sequence[int]) -> dict:
-    """Occupancy % (rounded half up), blocks, warps and limiter over threads (rows) x regs."""
-    spec = gpu_spec(gpu)
-    shape = (len(threads), len(regs))
-    z = np.zeros(shape, dtype=np.uint8)
-    blocks = np.zeros(shape, dtype=np.uint8)
-    warps = np.zeros(shape, dtype=np.uint8)
-    limiter = [[""] * len(regs) for _ in threads]
-    for i, t in enumerate(threads):
-        for j, r in enumerate(regs):
-            res = occupancy(spec, t, r, shared_memory)
-            z[i, j] = math.floor(res.occupancy_pct + 0.5)
-            blocks[i, j] = res.active_blocks
-            warps[i, j] = res.active_warps
-            limiter[i][j] = limiter_label(res)
-    return {"z": z, "blocks": blocks, "warps": warps, "limiter": limiter}
-
-
-def _edges(values: Sequence[int]) -> list[float]:
-    """Cell edges the way plotly draws a heatmap's bricks: midpoints, half a gap past the ends."""
-    v = list(values)
-    if len(v) == 1:
-        return [v[0] - 0.5, v[0] + 0.5]
-    mids = [(a + b) / 2 for a, b in zip(v, v[1:])]
-    return [v[0] - (v[1] - v[0]) / 2] + mids + [v[-1] + (v[-1] - v[-2]) / 2]
-
-
-def _runs(grid: dict, regs: Sequence[int], threads: Sequence[int]) -> list[tuple]:
-    """Runs of equal cells along each row whose limiter is not registers alone, as bars:
-    (threads, base, length, occupancy %, blocks, warps, first regs, last regs, limiter)."""
-    edges = _edges(regs)
-    out = []
-    for i, t in enumerate(threads):
-        j = 0
-        while j < len(regs):
-            key = (grid["limiter"][i][j], grid["z"][i, j], grid["blocks"][i, j], grid["warps"][i, j])
-            k = j
-            while k + 1 < len(regs) and (grid["limiter"][i][k + 1], grid["z"][i, k + 1],
-                                         grid["blocks"][i, k + 1], grid["warps"][i, k + 1]) == key:
-                k += 1
-            if key[0] != RESOURCE_LABELS["registers"]:
-                out.append((t, edges[j], edges[k + 1] - edges[j], int(key[1]), int(key[2]),
-                            int(key[3]), regs[j], regs[k], key[0]))
-            j = k + 1
-    return out
-
-
-# the explorer's hovers, once in the figure's template; meta = [shared memory B, max warps]
-_CELL_HOVER = ("%{y} threads × %{x} registers, %{meta[0]} B shared memory<br>occupancy %{z}%: "
-               "blocks %{customdata[0]}, warps %{customdata[1]} of %{meta[1]}<br>"
-               "limited by registers<extra></extra>")
-_RUN_HOVER = ("%{y} threads × %{customdata[3]}–%{customdata[4]} registers, %{meta[0]} B shared "
-              "memory<br>occupancy %{customdata[0]}%: blocks %{customdata[1]}, warps %{customdata[2]}"
-              " of %{meta[1]}<br>limited by %{text}<extra></extra>")
-
-
-def _kernel_points(spec: GPUSpec, kernels: pd.DataFrame) -> tuple[list, list, list, list]:
-    """One point per (registers, threads) of the traced kernels, hover text for this GPU."""
-    xs, ys, texts, colors = [], [], [], []
-    for (regs, threads), group in kernels.groupby(["registers", "threads"], sort=True):
-        lines = []
-        for r in group.itertuples():
-            head = (f"<b>{literal(r.label)}</b> ({literal(r.stages)}), "
-                    f"{r.shared_memory} B shared memory")
-            if r.shared_memory > spec.shared_memory_per_block_optin:
-                lines.append(f"{head}<br>  cannot launch on {spec.name}: above its opt-in "
-                             f"maximum of {spec.shared_memory_per_block_optin} B per block")
-                continue
-            res = occupancy(spec, int(threads), int(regs), int(r.shared_memory))
-            lines.append(f"{head}<br>  {_plural(res.active_blocks, 'block')}, {res.active_warps} of "
-                         f"{res.max_warps} warps ({res.occupancy_pct:.1f}%), limited by "
-                         f"{limiter_label(res)}")
-        xs.append(int(regs))
-        ys.append(int(threads))
-        texts.append(f"{regs} registers × {threads} threads, traced on "
-                     f"{literal(group['gpu'].iloc[0])}<br>" + "<br>".join(lines))
-        colors.append(KIND_COLORS.get(group["kind"].iloc[0], KIND_COLORS["unknown"]))
-    return xs, ys, texts, colors
-
-
-def explorer(gpus: Iterable[str] = EXPLORER_GPUS,
-             shared_memory_levels: Sequence[int] = EXPLORER_SMEM_LEVELS,
-             kernels: pd.DataFrame | None = None, initial_gpu: str | None = None,
-             initial_shared_memory: int | None = None, registers_step: int = 8,
-             threads_step: int = 32) -> go.Figure:
-    """The static occupancy explorer: occupancy over registers per thread x threads per block.
-
-    A dropdown picks the GPU product, a slider the shared memory per block; every grid is
-    precomputed with ``occupancy()`` (opt-in shared-memory limit, no carveout preference).
-    Products with the same per-SM limits share one grid. The traced kernels (``kernels``, default
-    ``traced_kernels()``) are points, each with its occupancy on the selected GPU at its own
-    shared memory. The hover of a cell tells its occupancy, active blocks, warps and limiter.
-
-    How it stays small and works with no kernel: occupancy, blocks and warps are uint8 typed
-    arrays (base64 in the JSON); the heatmap's own hover speaks for register-limited cells, and
-    transparent bars over the runs of cells limited by anything else speak for those (a row's
-    non-register limit is one number, so a run is one bar). The slider toggles ``visible`` by
-    shared-memory level; the dropdown moves the other GPUs' traces to a hidden pair of axes, so
-    the two controls never undo each other and no data is copied into them.
-    """
-    specs = [gpu_spec(g) for g in gpus]
-    names = [s.name for s in specs]
-    if kernels is None:
-        kernels = traced_kernels()
-    levels = list(shared_memory_levels)
-    if initial_gpu is None:
-        initial_gpu = names[0]
-        if len(kernels):
-            try:
-                traced = gpu_spec(kernels["gpu"].iloc[0]).name
-                initial_gpu = traced if traced in names else initial_gpu
-            except ValueError:
-                pass
-    initial = specs[names.index(initial_gpu)]
-    if initial_shared_memory in levels:
-        initial_level = levels.index(initial_shared_memory)
-    else:
-        initial_level = levels.index(48 * KiB) if 48 * KiB in levels else 0
-
-    regs, threads = explorer_axes(registers_step, threads_step)
-    fig = go.Figure()
-    trace_level: list[int | None] = []   # the slider level of each trace (None: every level)
-    trace_owner: list[tuple] = []        # the per-SM key (grids) or ("gpu", name) (points)
-    initial_key = _per_sm_key(initial)
-    done = set()
-
-    def add(trace, level, owner):
-        on_gpu = owner == initial_key or owner == ("gpu", initial.name)
-        trace.update(visible=level is None or level == initial_level,
-                     xaxis="x" if on_gpu else "x2", yaxis="y" if on_gpu else "y2")
-        fig.add_trace(trace)
-        trace_level.append(level)
-        trace_owner.append(owner)
-
-    for spec in specs:
-        key = _per_sm_key(spec)
-        for li, level in enumerate(levels):
-            if (key, li) in done:
-                continue
-            done.add((key, li))
-            if level > spec.shared_memory_per_block_optin:
-                add(go.Scatter(
-                    x=[regs[len(regs) // 2]], y=[threads[len(threads) // 2]], mode="text",
-                    text=[f"{_kib(level)} per block is above the opt-in maximum<br>of "
-                          f"sm {spec.capability_str} ({spec.shared_memory_per_block_optin} B)"],
-                    textfont=dict(size=15, color=MUTED), showlegend=False, hoverinfo="skip"),
-                    li, key)
-                continue
-            grid = explorer_grid(spec, level, regs, threads)
-            meta = [level, spec.max_warps_per_sm]
-            add(go.Heatmap(
-                x=np.array(regs, dtype=np.uint8), y=np.array(threads, dtype=np.uint16),
-                z=grid["z"], coloraxis="coloraxis", meta=meta,
-                customdata=np.stack([grid["blocks"], grid["warps"]], axis=-1)), li, key)
-            runs = _runs(grid, regs, threads)
-            if runs:
-                cols = list(zip(*runs))
-                add(go.Bar(
-                    orientation="h", y=np.array(cols[0], dtype=np.uint16),
-                    base=np.floor(np.array(cols[1])).astype(np.uint16),
-                    x=np.ceil(np.array(cols[2])).astype(np.uint16), text=list(cols[8]),
-                    meta=meta, customdata=np.array(cols[3:8], dtype=np.uint8).T), li, key)
-    for spec in specs:
-        if not len(kernels):
-            break
-        xs, ys, texts, colors = _kernel_points(spec, kernels)
-        add(go.Scatter(x=xs, y=ys, mode="markers", text=texts, name="traced kernels",
-                       marker=dict(size=12, color=colors, line=dict(width=2, color="white")),
-                       hovertemplate="%{text}<extra></extra>", showlegend=False),
-            None, ("gpu", spec.name))
-
-    def axes_for(spec: GPUSpec) -> tuple[list[str], list[str]]:
-        mine = [o == _per_sm_key(spec) or o == ("gpu", spec.name) for o in trace_owner]
-        return (["x" if m else "x2" for m in mine], ["y" if m else "y2" for m in mine])
-
-    buttons = []
-    for spec in specs:
-        xa, ya = axes_for(spec)
-        buttons.append(dict(label=spec.name, method="update",
-                            args=[{"xaxis": xa, "yaxis": ya},
-                                  {"title.text": _explorer_title(spec, kernels)}]))
-    sliding = [i for i, lv in enumerate(trace_level) if lv is not None]
-    steps = [dict(label=_kib(level), method="restyle",
-                  args=[{"visible": [trace_level[i] == li for i in sliding]}, sliding])
-             for li, level in enumerate(levels)]
-    hidden = dict(domain=[0, 0.001], range=[-2, -1], visible=False, fixedrange=True)
-    fig.layout.template.data.heatmap = [go.Heatmap(hovertemplate=_CELL_HOVER, xgap=1, ygap=1)]
-    fig.layout.template.data.bar = [go.Bar(
-        hovertemplate=_RUN_HOVER, width=threads_step, textposition="none", showlegend=False,
-        marker=dict(color="rgba(0,0,0,0)", line=dict(width=0)))]
-    fig.update_layout(
-        height=660, margin=dict(t=130, b=120, l=70, r=30), barmode="overlay",
-        coloraxis=dict(cmin=0, cmax=100, colorscale="Viridis",
-                       colorbar=dict(title=dict(text="occupancy %"), thickness=14)),
-        xaxis=dict(title="registers per thread", range=[0, regs[-1] + registers_step],
-                   showgrid=False, domain=[0, 1]),
-        yaxis=dict(title="threads per block", range=[0, threads[-1] + threads_step],
-                   showgrid=False, domain=[0, 1]),
-        xaxis2=dict(hidden, anchor="y2"), yaxis2=dict(hidden, anchor="x2"),
-        hovermode="closest", showlegend=False,
-        annotations=[dict(text="GPU", x=0.80, xref="paper", y=-0.115, yref="paper",
-                          xanchor="left", yanchor="top", showarrow=False, font=dict(color=MUTED))],
-        updatemenus=[dict(type="dropdown", buttons=buttons, active=specs.index(initial),
-                          direction="up", x=1.0, xanchor="right", y=-0.16, yanchor="top",
-                          showactive=True, bgcolor="rgba(138,143,152,0.15)",
-                          font=dict(color=MUTED))],
-        sliders=[dict(steps=steps, active=initial_level, x=0, len=0.76, y=-0.12, yanchor="top",
-                      currentvalue=dict(prefix="shared memory per block: ",
-                                        font=dict(color=MUTED)),
-                      pad=dict(t=30), font=dict(color=MUTED))])
-    return _title(fig, _explorer_title(initial, kernels))
-
-
-def _explorer_title(spec: GPUSpec, kernels: pd.DataFrame) -> str:
-    traced = ", ".join(dict.fromkeys(kernels["gpu"])) if len(kernels) else "none"
-    return (f"Occupancy explorer · {_gpu_label(spec)}"
-            f"<br><sup>per SM: {spec.max_warps_per_sm} warps, {spec.max_blocks_per_sm} blocks, "
-            f"{spec.registers_per_sm // KiB}K registers; up to "
-            f"{spec.shared_memory_per_block_optin // KiB} KiB of shared memory a block (opt-in)"
-            f"<br>points: kernels traced on {literal(traced)}, each at its own shared memory</sup>")
-
-
-def figure_json_size(fig: go.Figure) -> int:
-    """Bytes of the figure's JSON, as the page carries it."""
-    return len(fig.to_json().encode())
-
-
-def decode_array(value):
-    """A plotly figure-JSON array back to numpy: a plain list, or {dtype, bdata, shape}."""
-    import base64
-    if isinstance(value, dict) and "bdata" in value:
-        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        if value.get("shape"):
-            arr = arr.reshape([int(s) for s in str(value["shape"]).split(",")])
-        return arr
-    return np.asarray(value, dtype=object)

@@ -167,13 +167,24 @@ PRODUCTS: dict[str, Product] = {
 }
 
 
+# How a driver's device name is read, as regular expressions (the browser calculator gets these
+# same patterns): vendor words dropped; variants whose SM count differs from the table's refused,
+# except for the products every variant of which has the table's SM count
+VENDOR_WORDS = r"\b(nvidia|tesla|geforce)\b"
+EXCLUDED_VARIANTS = r"\b(pcie|nvl|laptop|mobile|max q)\b"
+ALL_VARIANTS_SHARE_SM_COUNT = ("A100",)   # A100 PCIe keeps all 108 SMs
+# a compute capability as text, matched whole: "9.0"; sm_90, sm90, sm_90a, compute_90, sm_100f
+# (the last digit is the minor version)
+CAPABILITY_PATTERNS = (r"(\d+)\.(\d)", r"(?:sm|compute)_?(\d+?)(\d)[af]?")
+
+
 def _normalize(name: str) -> str:
     name = name.lower().replace("_", " ").replace("-", " ")
-    name = re.sub(r"\b(nvidia|tesla|geforce)\b", " ", name)
+    name = re.sub(VENDOR_WORDS, " ", name)
     return re.sub(r"\s+", " ", name).strip()
 
 
-_EXCLUDED = re.compile(r"\b(pcie|nvl|laptop|mobile|max q)\b")
+_EXCLUDED = re.compile(EXCLUDED_VARIANTS)
 
 
 def product_for_device_name(device_name: str) -> Product | None:
@@ -188,8 +199,7 @@ def product_for_device_name(device_name: str) -> Product | None:
     norm = _normalize(device_name)
     for product in PRODUCTS.values():
         if any(re.search(p, norm) for p in product.patterns):
-            # A100 PCIe keeps all 108 SMs, so only the other cards exclude PCIe/NVL variants
-            if product.name != "A100" and _EXCLUDED.search(norm):
+            if product.name not in ALL_VARIANTS_SHARE_SM_COUNT and _EXCLUDED.search(norm):
                 return None
             return product
     return None
@@ -202,14 +212,20 @@ def _parse_capability(value) -> tuple[int, int] | None:
     if not isinstance(value, str):
         return None
     text = value.strip().lower()
-    match = re.fullmatch(r"(\d+)\.(\d)", text)
-    if match:
-        return int(match.group(1)), int(match.group(2))
-    # sm_90, sm90, sm_90a, compute_90, sm_100f: the last digit is the minor version
-    match = re.fullmatch(r"(?:sm|compute)_?(\d+?)(\d)[af]?", text)
-    if match:
-        return int(match.group(1)), int(match.group(2))
+    for pattern in CAPABILITY_PATTERNS:
+        match = re.fullmatch(pattern, text)
+        if match:
+            return int(match.group(1)), int(match.group(2))
     return None
+
+
+# what gpu_spec() says about a GPU it does not know, as str.format templates (calculator.js gets
+# these same templates)
+MESSAGES = {
+    "unknown_capability": "unknown GPU: compute capability {major}.{minor} is not in the table; "
+                          "known: {known}",
+    "unknown_gpu": "unknown GPU {value!r}; known: {known}",
+}
 
 
 def known_gpus() -> str:
@@ -233,8 +249,8 @@ def gpu_spec(name_or_capability: str | tuple[int, int] | GPUSpec | Product) -> G
     if capability is not None:
         if capability in ARCHITECTURES:
             return ARCHITECTURES[capability]
-        raise ValueError(f"unknown GPU: compute capability {capability[0]}.{capability[1]} is "
-                         f"not in the table; known: {known_gpus()}")
+        raise ValueError(MESSAGES["unknown_capability"].format(
+            major=capability[0], minor=capability[1], known=known_gpus()))
     if isinstance(name_or_capability, str):
         for key, product in PRODUCTS.items():
             if name_or_capability.strip().lower() == key.lower():
@@ -242,4 +258,4 @@ def gpu_spec(name_or_capability: str | tuple[int, int] | GPUSpec | Product) -> G
         product = product_for_device_name(name_or_capability)
         if product is not None:
             return product.spec
-    raise ValueError(f"unknown GPU {name_or_capability!r}; known: {known_gpus()}")
+    raise ValueError(MESSAGES["unknown_gpu"].format(value=name_or_capability, known=known_gpus()))
