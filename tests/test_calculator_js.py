@@ -229,7 +229,8 @@ def _shown(p: Page) -> dict:
       const text = (sel) => [...root.querySelectorAll(sel)].map(e => e.textContent.trim());
       const table = {};
       for (const tr of root.querySelectorAll('.apo-resources tbody tr')) {
-        const cell = (k) => tr.querySelector(`[data-out="${k}"]`).textContent;
+        // (units are kept with their numbers by a non-breaking space)
+        const cell = (k) => tr.querySelector(`[data-out="${k}"]`).textContent.replace(/\u00a0/g, ' ');
         table[tr.dataset.resource] = {used: cell('used'), capacity: cell('capacity'), left: cell('left'),
                                       allows: cell('allows'), limiting: tr.classList.contains('apo-limiting')};
       }

@@ -277,9 +277,10 @@
     function rows(r) {
       const s = r.gpu, b = r.activeBlocks;
       return [
-        { k: "warps", per: plural(r.warpsPerBlock, "warp"), used: r.activeWarps, cap: s.maxWarpsPerSm, unit: "" },
+        { k: "warps", per: plural(r.warpsPerBlock, "warp").replace(" ", "\u00a0"), used: r.activeWarps, cap: s.maxWarpsPerSm, unit: "" },
         { k: "registers", per: int(r.registersPerBlock), used: b * r.registersPerBlock, cap: s.registersPerSm, unit: "" },
-        { k: "shared_memory", per: `${int(r.sharedMemoryAllocatedPerBlock)} B`, used: b * r.sharedMemoryAllocatedPerBlock, cap: r.sharedMemoryPerSm, unit: " B" },
+        // a non-breaking space keeps a number with its unit when a phone's table wraps
+        { k: "shared_memory", per: `${int(r.sharedMemoryAllocatedPerBlock)}\u00a0B`, used: b * r.sharedMemoryAllocatedPerBlock, cap: r.sharedMemoryPerSm, unit: "\u00a0B" },
         { k: "blocks", per: "1", used: b, cap: s.maxBlocksPerSm, unit: "" },
       ];
     }
