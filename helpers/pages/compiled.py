@@ -192,6 +192,28 @@ def cpu_compare(profiles: dict[str, Profile]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("stage")
 
 
+def forward_memory(profiles: dict[str, Profile]) -> pd.DataFrame:
+    """Per stage: memory allocated before one forward, the peak during it, and what the forward
+    itself needed, also counted in [batch, heads, seq, seq] score matrices of the stage's dtype."""
+    rows = []
+    for name, prof in profiles.items():
+        peak, before = _field(prof, "peak_memory_bytes"), _field(prof, "memory_before_bytes")
+        s = prof.shape
+        scores = s.batch * s.heads * s.seq * s.seq * _dtype_bytes(s.dtype)
+        need = None if peak is None or before is None else peak - before
+        rows.append({"stage": name,
+                     "allocated before (MB)": None if before is None else round(before / 1e6, 1),
+                     "peak during the forward (MB)": None if peak is None else round(peak / 1e6, 1),
+                     "the forward needed (MB)": None if need is None else round(need / 1e6, 1),
+                     "in score matrices": None if need is None else round(need / scores, 2),
+                     "measured": f"{prof.mode} on {prof.provenance.gpu}"})
+    return pd.DataFrame(rows).set_index("stage")
+
+
+def _dtype_bytes(dtype: str) -> int:
+    return {"bfloat16": 2, "float16": 2, "float32": 4}[dtype]
+
+
 # --- the first call ----------------------------------------------------------------------------
 
 def _field(prof: Profile, name: str):
