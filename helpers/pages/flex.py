@@ -73,7 +73,7 @@ def block_states(stage: str, shape: Shape = DEFAULT_SHAPE) -> tuple[np.ndarray, 
     return grid, tuple(int(b) for b in bm.BLOCK_SIZE)
 
 
-def block_table(stages, shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame:
+def block_table(stages: list[str], shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame:
     """Per stage: the block mask's blocks, full, partial and skipped, and the share the kernel visits."""
     rows = []
     for stage in stages:
@@ -87,7 +87,7 @@ def block_table(stages, shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("stage")
 
 
-def block_mask_chart(stages, shape: Shape = DEFAULT_SHAPE) -> go.Figure:
+def block_mask_chart(stages: list[str], shape: Shape = DEFAULT_SHAPE) -> go.Figure:
     """The block masks side by side: which key blocks each query block visits, and how."""
     fig = make_subplots(rows=1, cols=len(stages), subplot_titles=list(stages), horizontal_spacing=0.08)
     for col, stage in enumerate(stages, start=1):
@@ -169,7 +169,7 @@ def against_flash(flex: Profile, flash: Profile) -> pd.DataFrame:
 
 # --- the gap between the kernel and the call -----------------------------------------------------
 
-def call_gap(profiles) -> pd.DataFrame:
+def call_gap(profiles: dict[str, Profile]) -> pd.DataFrame:
     """Per stage: the kernel time per forward, do_bench's time per call, and the GPU's idle share."""
     rows = []
     for name, prof in dict(profiles).items():
@@ -191,7 +191,7 @@ def cpu_share(prof: Profile) -> pd.DataFrame:
     return layers
 
 
-def gap_sweep(stages=("sdpa_flash", "flex", "flex_sliding"), seqs=SWEEP_SEQS,
+def gap_sweep(stages: tuple[str, ...] = ("sdpa_flash", "flex", "flex_sliding"), seqs: tuple[int, ...] = SWEEP_SEQS,
               mode: str = "auto") -> pd.DataFrame:
     """GPU time and time per call at each seq (head_dim 64), one row per stage and seq."""
     rows = []
@@ -241,7 +241,7 @@ def gap_closes(sweep: pd.DataFrame, stage: str = "flex", tolerance: float = 0.10
                    f"still {ratios[-1]:.2f}× at seq {int(rows['seq'].iloc[-1])}")
 
 
-def sweep_verdicts(sweep: pd.DataFrame, stages=("flex", "flex_sliding", "sdpa_flash")) -> pd.DataFrame:
+def sweep_verdicts(sweep: pd.DataFrame, stages: tuple[str, ...] = ("flex", "flex_sliding", "sdpa_flash")) -> pd.DataFrame:
     """gap_closes for each stage of the sweep, as one table."""
     present = [s for s in stages if s in set(sweep["stage"])]
     return table([gap_closes(sweep, s) for s in present]).rename(columns={"the article": "this page claims"})
@@ -279,6 +279,7 @@ def glue_page(flex: Profile, flash: Profile, sliding: Profile | None = None) -> 
         "flex_busy_pct": "not recorded" if not bench else round(100 * float(sf["gpu_time_us"]) / float(bench), 1),
         "flex_block_q": size[0], "flex_block_kv": size[1],
         "flex_query_blocks": grid.shape[0], "flex_visited": int((grid > 0).sum()), "flex_blocks": int(grid.size),
+        "flex_partial": int((grid == 1).sum()),
         "flex_setup_ms": "not recorded" if setup is None else f"{setup * 1e3:.1f}",
         "flex_setup_calls": "not recorded" if setup is None or not bench else f"{setup * 1e6 / float(bench):,.0f}",
         "flex_first_call_s": "not recorded" if first is None else f"{first:.2f}",
@@ -288,6 +289,7 @@ def glue_page(flex: Profile, flash: Profile, sliding: Profile | None = None) -> 
         ss = sliding.summary()
         values |= {
             "sliding_visited": int((sg > 0).sum()),
+            "sliding_partial": int((sg == 1).sum()),
             "sliding_visited_ratio": f"{(sg > 0).sum() / (grid > 0).sum():.2f}",
             "sliding_time_ratio": f"{float(ss['gpu_time_us']) / float(sf['gpu_time_us']):.2f}",
             "sliding_gpu_us": round(float(ss["gpu_time_us"]), 1),
