@@ -192,13 +192,17 @@ def cpu_share(prof: Profile) -> pd.DataFrame:
 
 
 def gap_sweep(stages: tuple[str, ...] = ("sdpa_flash", "flex", "flex_sliding"), seqs: tuple[int, ...] = SWEEP_SEQS,
-              mode: str = "auto") -> pd.DataFrame:
-    """GPU time and time per call at each seq (head_dim 64), one row per stage and seq."""
+              mode: str = "auto", known: dict[str, Profile] | None = None) -> pd.DataFrame:
+    """GPU time and time per call at each seq (head_dim 64), one row per stage and seq; a profile
+    in `known` at its own shape is used as it is (live, each capture compiles afresh)."""
+    known = known or {}
     rows = []
     for seq in seqs:
         shape = Shape(seq=seq)
         for stage in stages:
-            prof = profile_stage(stage, shape, mode, quiet=True)
+            prof = known.get(stage)
+            if prof is None or prof.shape != shape:
+                prof = profile_stage(stage, shape, mode, quiet=True)
             s = prof.summary()
             bench = s["do_bench_us"]
             rows.append({"stage": stage, "seq": seq, "GPU µs": round(float(s["gpu_time_us"]), 1),
