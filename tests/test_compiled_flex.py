@@ -94,8 +94,10 @@ def test_fused_nodes_come_from_the_kernels_comment(profiles):
     name = compiled.fused_kernel(prof)["name"]
     block = code[:code.index(f"{name} = async_compile.triton(")].rsplit("# kernel path:", 1)[1]
     mapped = re.findall(r"^#   (\S+) => ", block, re.M)
-    table = compiled.fused_nodes(prof)
-    assert mapped and list(table["node of the compiled function"]) == mapped
+    order = [n.strip() for n in re.search(r"Source Nodes: \[([^\]]*)\]", block).group(1).split(",")]
+    nodes = list(compiled.fused_nodes(prof)["node of the compiled function"])
+    assert mapped and sorted(nodes) == sorted(mapped)
+    assert nodes == sorted(nodes, key=lambda n: order.index(n) if n in order else len(order))
 
 
 def test_triton_source_is_the_recorded_source(profiles):
@@ -242,7 +244,7 @@ def test_gap_sweep_is_the_recorded_do_bench_over_the_raw_gpu_time():
         assert row["do_bench / GPU"] == pytest.approx(bench / gpu, abs=0.006)  # rounded to 0.01
     ratios = list(sweep.sort_values("seq")["do_bench / GPU"])
     verdict = flex.gap_closes(sweep)
-    assert verdict.holds == (all(b <= a for a, b in zip(ratios, ratios[1:])) and abs(ratios[-1] - 1) <= 0.10)
+    assert verdict.holds == (ratios[0] == max(ratios) and abs(ratios[-1] - 1) <= 0.10)
 
 
 def test_the_new_stages_join_the_closing_table(profiles):

@@ -94,8 +94,11 @@ def fused_nodes(prof: Profile) -> pd.DataFrame:
     k = inductor.kernel(generated_code(prof), fused_kernel(prof)["name"])
     if k is None:
         return pd.DataFrame(columns=["node of the compiled function", "became (aten nodes)"])
-    return pd.DataFrame({"node of the compiled function": list(k.node_to_aten),
-                         "became (aten nodes)": [", ".join(v) for v in k.node_to_aten.values()]})
+    # in the graph's order where the comment gives it (its source-node list is topologically sorted)
+    nodes = [n for n in k.source_nodes if n in k.node_to_aten] + \
+        [n for n in k.node_to_aten if n not in k.source_nodes]
+    return pd.DataFrame({"node of the compiled function": nodes,
+                         "became (aten nodes)": [", ".join(k.node_to_aten[n]) for n in nodes]})
 
 
 def _missing_code(prof: Profile) -> Markdown:
