@@ -37,7 +37,7 @@ def raw_forward(prof):
                      and e["args"].get("correlation") in calls), key=lambda e: e["ts"]):
         call = calls[e["args"]["correlation"]]
         holders = {o["name"] for o in ops if o["ts"] <= call["ts"] and o["ts"] + o["dur"] >= call["ts"] + call["dur"]}
-        out.append((e, holders))
+        out.append((e | {"launched_by": call["name"]}, holders))
     return out, (lo, hi), events
 
 
@@ -95,7 +95,7 @@ def test_fused_nodes_come_from_the_kernels_comment(profiles):
     block = code[:code.index(f"{name} = async_compile.triton(")].rsplit("# kernel path:", 1)[1]
     mapped = re.findall(r"^#   (\S+) => ", block, re.M)
     order = [n.strip() for n in re.search(r"Source Nodes: \[([^\]]*)\]", block).group(1).split(",")]
-    nodes = list(compiled.fused_nodes(prof)["node of the compiled function"])
+    nodes = list(compiled.fused_nodes(prof).index)
     assert mapped and sorted(nodes) == sorted(mapped)
     assert nodes == sorted(nodes, key=lambda n: order.index(n) if n in order else len(order))
 
@@ -133,9 +133,13 @@ def test_compiled_verdicts_follow_the_raw_events(profiles):
 def test_gemm_table_says_same_where_the_raw_names_agree(profiles):
     c, n = profiles["naive_compiled"], profiles["naive"]
     table = compiled.gemms(c, n)
-    names = table[table["field"] == "kernel"]
-    assert list(names["naive"]) == gemm_names(n) and list(names["naive_compiled"]) == gemm_names(c)
-    assert list(names["same?"] == "same") == [a == b for a, b in zip(gemm_names(n), gemm_names(c))]
+    assert list(table["kernel in naive"]) == gemm_names(n) and list(table["kernel in naive_compiled"]) == gemm_names(c)
+    assert list(table["same kernel?"] == "same") == [a == b for a, b in zip(gemm_names(n), gemm_names(c))]
+    launch = ("grid", "block", "registers per thread", "shared memory")
+    raw = lambda p: [e for e, h in raw_forward(p)[0] if e["cat"] == "kernel" and "aten::bmm" in h]  # noqa: E731
+    assert list(table["same launch?"] == "same") == [
+        all(x["args"][k] == y["args"][k] for k in launch) and x["launched_by"] == y["launched_by"]
+        for x, y in zip(raw(n), raw(c))]
 
 
 def test_every_op_of_a_compiled_call_is_explained(profiles):

@@ -7,6 +7,8 @@ launcher), and what the first call costs (compilation). Every figure comes from 
 their provenance."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 from IPython.display import Markdown
 
@@ -18,18 +20,18 @@ from .verdicts import Verdict, table
 
 # what Inductor's op names mean, for a reader who knows the three lines of naive code
 OP_MEANINGS = {
-    "mul": "`* scale`: the scaling of the scores",
-    "masked_fill": "`.masked_fill(mask, -inf)`: the causal mask",
-    "_softmax": "`torch.softmax`: the softmax these ops decompose",
+    "mul": "* scale: the scaling of the scores",
+    "masked_fill": ".masked_fill(mask, -inf): the causal mask",
+    "_softmax": "torch.softmax: the softmax these ops decompose",
     "prepare_softmax_online": "the row's max and sum of exponentials in one pass (online softmax)",
     "amax": "the row's maximum (softmax, subtracted for stability)",
-    "sub": "`x - max`: softmax's shift by the row maximum",
-    "exp": "`exp(x - max)`: softmax's numerator",
+    "sub": "x - max: softmax's shift by the row maximum",
+    "exp": "exp(x - max): softmax's numerator",
     "sum": "the row's sum of exponentials: softmax's denominator",
-    "div": "`exp / sum`: softmax's division",
+    "div": "exp / sum: softmax's division",
     "view": "a view of the batched matmul's output as [batch, heads, seq, seq] (no data moves)",
-    "where": "`where(mask, -inf, x)`: masked_fill, as Inductor writes it",
-    "full": "the `-inf` constant of the mask",
+    "where": "where(mask, -inf, x): masked_fill, as Inductor writes it",
+    "full": "the -inf constant of the mask",
 }
 TRITON_CLASSES = {
     "per": "persistent reduction: each program holds a whole row in registers, so the max, the sum "
@@ -48,9 +50,9 @@ CPU_LAYERS = (
     ("Pregraph bytecode", "Python that Dynamo runs before the graph: unpacking the arguments"),
     ("AOTDispatcher Runtime Wrapper Prologue", "AOTAutograd's runtime wrapper: sets up the call "
                                                "(grad mode, the inputs list)"),
-    ("## Call CompiledFxGraph", "Inductor's generated `call()`: the compiled graph's launcher, "
+    ("## Call CompiledFxGraph", "Inductor's generated call(): the compiled graph's launcher, "
                                 "which runs each kernel in order"),
-    ("aten::", "an `extern_kernels` call: Inductor leaves this op to ATen (so to cuBLAS)"),
+    ("aten::", "an extern_kernels call: Inductor leaves this op to ATen (so to cuBLAS)"),
     ("triton_", "the Triton kernel's launcher: picks the compiled binary and launches it"),
 )
 
@@ -86,19 +88,21 @@ def name_fields(prof: Profile) -> pd.DataFrame:
         rows.append({"part": op, "reads as": "fused: " + OP_MEANINGS.get(op, "an aten op of the graph")})
     if d.get("index") is not None:
         rows.append({"part": str(d["index"]), "reads as": "its index among the kernels of the compiled graph"})
-    return pd.DataFrame(rows, columns=["part", "reads as"])
+    return pd.DataFrame(rows, columns=["part", "reads as"]).set_index("part")
 
 
 def fused_nodes(prof: Profile) -> pd.DataFrame:
     """From the generated code: each Python-level node fused into the kernel, and its aten nodes."""
     k = inductor.kernel(generated_code(prof), fused_kernel(prof)["name"])
     if k is None:
-        return pd.DataFrame(columns=["node of the compiled function", "became (aten nodes)"])
+        return pd.DataFrame(columns=["node of the compiled function", "became (aten nodes)"]
+                            ).set_index("node of the compiled function")
     # in the graph's order where the comment gives it (its source-node list is topologically sorted)
     nodes = [n for n in k.source_nodes if n in k.node_to_aten] + \
         [n for n in k.node_to_aten if n not in k.source_nodes]
     return pd.DataFrame({"node of the compiled function": nodes,
-                         "became (aten nodes)": [", ".join(k.node_to_aten[n]) for n in nodes]})
+                         "became (aten nodes)": [", ".join(k.node_to_aten[n]) for n in nodes]}
+                        ).set_index("node of the compiled function")
 
 
 def _missing_code(prof: Profile) -> Markdown:
@@ -137,33 +141,33 @@ def launch_order(prof: Profile) -> pd.DataFrame:
                      "the trace's kernel": k["name"].iloc[i] if i < len(k) else None,
                      "library": k["library"].iloc[i] if i < len(k) else None,
                      "launched by": k["launched_by"].iloc[i] if i < len(k) else None})
-    return pd.DataFrame(rows, columns=["call() runs", "the trace's kernel", "library", "launched by"])
+    frame = pd.DataFrame(rows, columns=["call() runs", "the trace's kernel", "library", "launched by"])
+    frame.index = pd.RangeIndex(1, len(frame) + 1, name="#")
+    return frame
 
 
 def gemms(compiled: Profile, naive: Profile) -> pd.DataFrame:
-    """The matmuls of both forwards side by side, from their kernel events: the same kernels?"""
+    """The matmuls of both forwards side by side, one row each, from their kernel events: the
+    same kernel, launched the same way (grid, block, registers, shared memory, launch call)?"""
     def rows(prof):
         k = _kernels(prof)
         return k[k["kind"] == "gemm"].reset_index(drop=True)
     a, b = rows(naive), rows(compiled)
+    launch = ("grid", "block", "registers_per_thread", "shared_memory_bytes", "launched_by")
     out = []
     for i in range(max(len(a), len(b))):
         ra = a.iloc[i] if i < len(a) else None
         rb = b.iloc[i] if i < len(b) else None
-        for field, column in (("kernel", "name"), ("grid", "grid"), ("block", "block"),
-                              ("registers / thread", "registers_per_thread"),
-                              ("shared memory (B)", "shared_memory_bytes"), ("launched by", "launched_by"),
-                              ("µs", "dur_us")):
-            va = None if ra is None else ra[column]
-            vb = None if rb is None else rb[column]
-            if column == "dur_us":
-                va, vb = (None if v is None else round(float(v), 1) for v in (va, vb))
-                same = "" if va is None or vb is None else f"{vb / va:.2f}×"
-            else:
-                same = "same" if str(va) == str(vb) else "differs"
-            out.append({"gemm": i + 1, "field": field, naive.stage: str(va) if column != "dur_us" else va,
-                        compiled.stage: str(vb) if column != "dur_us" else vb, "same?": same})
-    return pd.DataFrame(out)
+        both = ra is not None and rb is not None
+        out.append({
+            "gemm": i + 1,
+            f"kernel in {naive.stage}": None if ra is None else ra["name"],
+            f"kernel in {compiled.stage}": None if rb is None else rb["name"],
+            "same kernel?": "same" if both and ra["name"] == rb["name"] else "differs",
+            "same launch?": "same" if both and all(str(ra[c]) == str(rb[c]) for c in launch) else "differs",
+            f"{naive.stage} µs": None if ra is None else round(float(ra["dur_us"]), 1),
+            f"{compiled.stage} µs": None if rb is None else round(float(rb["dur_us"]), 1)})
+    return pd.DataFrame(out).set_index("gemm")
 
 
 def layer_of(name: str) -> str:
@@ -176,11 +180,13 @@ def layer_of(name: str) -> str:
 def cpu_layers(prof: Profile) -> pd.DataFrame:
     """The CPU lane of one compiled call: each op nested by depth, what it is, its time and self time."""
     ops = prof.cpu_ops()
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "op": ["\u2003" * d + n for d, n in zip(ops["depth"], ops["name"])],
         "what it is": [layer_of(n) for n in ops["name"]],
         "µs": ops["dur_us"].round(1), "self µs": ops["self_us"].round(1),
     }).reset_index(drop=True)
+    frame.index = pd.RangeIndex(1, len(frame) + 1, name="#")
+    return frame
 
 
 def cpu_compare(profiles: dict[str, Profile]) -> pd.DataFrame:
@@ -280,6 +286,15 @@ def glue_page(compiled: Profile, naive: Profile) -> dict:
         "naive_unfused_us": round(float(_between_gemms(naive)["dur_us"].sum()), 1),
         "naive_unfused_events": len(_between_gemms(naive)),
     }
+    memory = forward_memory({naive.stage: naive, compiled.stage: compiled})["in score matrices"]
+    values |= {f"{stage}_memory_scores": "not recorded" if pd.isna(v) else f"{v:.2f}"
+               for stage, v in memory.items()}
+    g = inductor.kernel(generated_code(compiled), k["name"])
+    values["compiled_in_place"] = (
+        "not in this trace (no generated code)" if g is None else
+        "reads the scores and writes the probabilities over them, in place (its argument in_out_ptr0)"
+        if re.search(rf"def {re.escape(g.name)}\([^)]*\bin_out_ptr\d", g.source) else
+        "writes the probabilities to a buffer of their own")
     for key, value in values.items():
         glue(key, value)
     return values

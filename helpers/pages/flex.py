@@ -21,7 +21,7 @@ from ..profiling import inductor
 from ..profiling.modes import profile_stage
 from ..profiling.names import decode
 from ..profiling.profile import Profile
-from ..profiling.stages import DEFAULT_SHAPE, Shape, get_stage
+from ..profiling.stages import DEFAULT_SHAPE, SLIDING_WINDOW, Shape, get_stage
 from .charts import KIND_COLORS, MUTED, _title
 from .compiled import cpu_layers, generated_code
 from .prose import glue
@@ -31,6 +31,8 @@ from .verdicts import Verdict, table
 SWEEP_SEQS = (512, 1024, 2048, 4096)
 BLOCK_STATES = {0: "skipped", 1: "partial: mask_mod applied", 2: "full: no mask_mod"}
 BLOCK_COLORS = {0: "rgba(138,143,152,0.12)", 1: KIND_COLORS["softmax"], 2: KIND_COLORS["attention"]}
+# many entries: under the plot, where wrapping onto more lines (a phone) overlaps nothing
+BOTTOM_LEGEND = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
 STAGE_COLORS = {"sdpa_flash": KIND_COLORS["gemm"], "flex": KIND_COLORS["attention"],
                 "flex_sliding": KIND_COLORS["softmax"]}
 
@@ -89,24 +91,26 @@ def block_table(stages: list[str], shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame
 
 def block_mask_chart(stages: list[str], shape: Shape = DEFAULT_SHAPE) -> go.Figure:
     """The block masks side by side: which key blocks each query block visits, and how."""
-    fig = make_subplots(rows=1, cols=len(stages), subplot_titles=list(stages), horizontal_spacing=0.08)
+    fig = make_subplots(rows=1, cols=len(stages), horizontal_spacing=0.08)
+    # a discrete colour scale over the states 0, 1, 2: each third of the range one colour
+    scale = []
+    for state in (0, 1, 2):
+        scale += [[state / 3, BLOCK_COLORS[state]], [(state + 1) / 3, BLOCK_COLORS[state]]]
     for col, stage in enumerate(stages, start=1):
         grid, size = block_states(stage, shape)
-        for state in (2, 1, 0):
-            qi, ki = np.nonzero(grid == state)
-            fig.add_scatter(
-                x=ki, y=qi, mode="markers", row=1, col=col, name=BLOCK_STATES[state],
-                legendgroup=str(state), showlegend=col == 1,
-                marker=dict(symbol="square", size=max(4, int(240 / grid.shape[0])),
-                            color=BLOCK_COLORS[state], line=dict(width=0)),
-                hovertemplate=f"{stage}<br>query block %{{y}}, key block %{{x}}: {BLOCK_STATES[state]}"
-                              "<extra></extra>")
-        fig.update_xaxes(title_text="key block", row=1, col=col, range=[-0.5, grid.shape[1] - 0.5],
-                         showgrid=False, zeroline=False, constrain="domain")
-        fig.update_yaxes(title_text="query block" if col == 1 else None, row=1, col=col,
-                         range=[grid.shape[0] - 0.5, -0.5], showgrid=False, zeroline=False,
-                         scaleanchor=f"x{col if col > 1 else ''}", constrain="domain")
-    fig.update_layout(height=420)
+        text = [[BLOCK_STATES[v] for v in row] for row in grid]
+        fig.add_heatmap(z=grid, zmin=-0.5, zmax=2.5, colorscale=scale, showscale=False, xgap=2, ygap=2,
+                        text=text, row=1, col=col,
+                        hovertemplate=f"{stage}<br>query block %{{y}}, key block %{{x}}: %{{text}}<extra></extra>")
+        fig.update_xaxes(title_text=f"{stage}: key block", row=1, col=col, showgrid=False, zeroline=False,
+                         constrain="domain")
+        fig.update_yaxes(title_text="query block" if col == 1 else None, row=1, col=col, autorange="reversed",
+                         showgrid=False, zeroline=False, constrain="domain",
+                         scaleanchor=f"x{col if col > 1 else ''}")
+    for state in (2, 1, 0):  # the legend: one entry per state, no data of its own
+        fig.add_scatter(x=[None], y=[None], mode="markers", name=BLOCK_STATES[state], row=1, col=1,
+                        marker=dict(symbol="square", size=12, color=BLOCK_COLORS[state]))
+    fig.update_layout(height=460, legend=BOTTOM_LEGEND, margin=dict(b=110))
     return _title(fig, "The block masks, block by block",
                   f"seq {shape.seq}, blocks of {size[0]} × {size[1]} · built here on the CPU from each "
                   "stage's mask function")
@@ -145,7 +149,7 @@ def launch_config(prof: Profile) -> pd.DataFrame:
     else:
         rows.append(("tile sizes (BLOCK_M, BLOCK_N), num_warps, num_stages",
                      "not in this trace: its provenance holds no generated code", "—"))
-    return pd.DataFrame(rows, columns=["field", "value", "from"]).astype({"value": str})
+    return pd.DataFrame(rows, columns=["field", "value", "from"]).astype({"value": str}).set_index("field")
 
 
 def against_flash(flex: Profile, flash: Profile) -> pd.DataFrame:
@@ -220,6 +224,11 @@ def gap_sweep(stages: tuple[str, ...] = ("sdpa_flash", "flex", "flex_sliding"), 
     return pd.DataFrame(rows).astype({"blocks visited": "Int64"})
 
 
+def sweep_table(sweep: pd.DataFrame) -> pd.DataFrame:
+    """The sweep for reading: one row per seq and stage."""
+    return sweep.set_index(["seq", "stage"]).sort_index(level="seq", sort_remaining=False)
+
+
 def _visited(stage: str, shape: Shape) -> int | None:
     """Blocks the stage's block mask visits at `shape`; None for a stage without one."""
     try:
@@ -270,7 +279,8 @@ def gap_chart(sweep: pd.DataFrame) -> go.Figure:
                         marker=dict(symbol="circle-open"), legendgroup=stage,
                         hovertemplate=f"{stage}<br>seq %{{x}}: %{{y:.1f}} µs per call (do_bench)<extra></extra>")
     fig.update_layout(xaxis=dict(title="seq", type="log", tickvals=sorted(sweep["seq"].unique())),
-                      yaxis=dict(title="µs (log)", type="log"), height=440)
+                      yaxis=dict(title="µs (log)", type="log"), height=480, legend=BOTTOM_LEGEND,
+                      margin=dict(b=130))
     return _title(fig, "Kernel time and time per call against seq",
                   "solid: the profiler's GPU time per forward · dotted: do_bench's time per call")
 
@@ -340,6 +350,8 @@ def glue_page(flex: Profile, flash: Profile, sliding: Profile | None = None) -> 
         "flex_partial": int((grid == 1).sum()),
         "flex_setup_ms": "not recorded" if setup is None else f"{setup * 1e3:.1f}",
         "flex_first_call_s": "not recorded" if first is None else f"{first:.2f}",
+        "flex_first_over_call": "not recorded" if first is None or not bench else f"{first * 1e6 / float(bench):,.0f}",
+        "sliding_window": SLIDING_WINDOW,
     }
     if sliding is not None:
         sg, _ = block_states(sliding.stage, sliding.shape)
@@ -350,6 +362,8 @@ def glue_page(flex: Profile, flash: Profile, sliding: Profile | None = None) -> 
             "sliding_visited_ratio": f"{(sg > 0).sum() / (grid > 0).sum():.2f}",
             "sliding_time_ratio": f"{float(ss['gpu_time_us']) / float(sf['gpu_time_us']):.2f}",
             "sliding_gpu_us": round(float(ss["gpu_time_us"]), 1),
+            "sliding_first_call_s": "not recorded" if getattr(sliding.provenance, "first_call_seconds", None) is None
+            else f"{sliding.provenance.first_call_seconds:.2f}",
         }
     for key, value in values.items():
         glue(key, value)
