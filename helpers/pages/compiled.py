@@ -52,7 +52,7 @@ CPU_LAYERS = (
                                                "(grad mode, the inputs list)"),
     ("## Call CompiledFxGraph", "Inductor's generated call(): the compiled graph's launcher, "
                                 "which runs each kernel in order"),
-    ("aten::", "an extern_kernels call: Inductor leaves this op to ATen (so to cuBLAS)"),
+    ("aten::", "an extern_kernels call: Inductor leaves this op to ATen (for a matmul, cuBLAS)"),
     ("triton_", "the Triton kernel's launcher: picks the compiled binary and launches it"),
 )
 

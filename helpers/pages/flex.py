@@ -226,7 +226,11 @@ def gap_sweep(stages: tuple[str, ...] = ("sdpa_flash", "flex", "flex_sliding"), 
 
 def sweep_table(sweep: pd.DataFrame) -> pd.DataFrame:
     """The sweep for reading: one row per seq and stage."""
-    return sweep.set_index(["seq", "stage"]).sort_index(level="seq", sort_remaining=False)
+    table = sweep.set_index(["seq", "stage"]).sort_index(level="seq", sort_remaining=False)
+    # a stage without a block mask has none to count or build: an empty cell, not NaN
+    for column in ("blocks visited", "mask set-up ms"):
+        table[column] = table[column].astype(object).where(table[column].notna(), "")
+    return table
 
 
 def _visited(stage: str, shape: Shape) -> int | None:
@@ -279,7 +283,7 @@ def gap_chart(sweep: pd.DataFrame) -> go.Figure:
                         marker=dict(symbol="circle-open"), legendgroup=stage,
                         hovertemplate=f"{stage}<br>seq %{{x}}: %{{y:.1f}} µs per call (do_bench)<extra></extra>")
     fig.update_layout(xaxis=dict(title="seq", type="log", tickvals=sorted(sweep["seq"].unique())),
-                      yaxis=dict(title="µs (log)", type="log"), height=480, legend=BOTTOM_LEGEND,
+                      yaxis=dict(title="µs (log)", type="log", dtick=1), height=480, legend=BOTTOM_LEGEND,
                       margin=dict(b=130))
     return _title(fig, "Kernel time and time per call against seq",
                   "solid: the profiler's GPU time per forward · dotted: do_bench's time per call")
