@@ -32,6 +32,8 @@ MODULES = {
     "claims": "helpers.pages.claims",
     "prose": "helpers.pages.prose",
     "hub": "helpers.pages.hub_flash",
+    "compiled": "helpers.pages.compiled",
+    "flex": "helpers.pages.flex",
     "occupancy_charts": "helpers.occupancy.charts",
     "occupancy_lessons": "helpers.occupancy.lessons",
     "occupancy_calculator": "helpers.occupancy.browser",

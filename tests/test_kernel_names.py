@@ -245,6 +245,9 @@ def test_triton():
     assert k.details["kernel_class"] == "persistent reduction"
     assert k.details["fused_ops"] == ["_softmax", "exp", "masked_fill", "mul", "prepare_softmax_online",
                                       "sub", "view"]
+    # the short op folds softmax's decomposition into _softmax and drops the view
+    assert k.op == "_softmax+masked_fill+mul"
+    assert decode("triton_poi_fused_view_0").op == "view"  # a kernel of views alone keeps them
     f = decode(TRITON_FLEX)
     assert (f.kind, f.library, f.op, f.details["kernel_class"]) == ("attention", "Triton",
                                                                     "flex_attention", "template")

@@ -7,7 +7,8 @@ from helpers import guesses, profile_stage, tables, claims
 from helpers.pages.guesses import Guess
 from conftest import raw_document
 
-STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "hub_flash", "sdpa_cudnn", "sdpa_auto"]
+STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "hub_flash", "sdpa_cudnn", "sdpa_auto",
+          "naive_compiled", "flex", "flex_sliding"]
 
 
 @pytest.fixture(scope="module")

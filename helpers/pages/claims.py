@@ -239,6 +239,17 @@ CHECKS: dict[str, Callable[[Profiles], list[Verdict]]] = {
 }
 NEEDS = {"inplace": ("naive",), "sdpa_cudnn": ("sdpa_flash", "sdpa_efficient"), "hub_flash": ("sdpa_flash",)}
 
+# --- beyond the article: torch.compile and FlexAttention (their pages' own modules) -------------
+from .compiled import verdict_list as compiled_verdicts  # noqa: E402
+from .flex import sliding_verdict_list as sliding_verdicts, verdict_list as flex_verdicts  # noqa: E402
+
+CHECKS |= {
+    "naive_compiled": lambda p: compiled_verdicts(p["naive_compiled"], p["naive"]),
+    "flex": lambda p: flex_verdicts(p["flex"], p["sdpa_flash"]),
+    "flex_sliding": lambda p: sliding_verdicts(p["flex_sliding"], p["flex"]),
+}
+NEEDS |= {"naive_compiled": ("naive",), "flex": ("sdpa_flash",), "flex_sliding": ("flex",)}
+
 
 def check(stage: str, profiles: Profiles) -> pd.DataFrame:
     """The article's claims about `stage`, each with this trace's evidence and a verdict."""

@@ -25,6 +25,26 @@ _MULTIWORD_OPS = sorted([
 ], key=lambda s: -s.count("_"))
 
 
+# ops the name lists because another listed op decomposes into them (Inductor names a kernel by
+# every aten op of its nodes, decompositions included), and ops that move no data; the short `op`
+# leaves both out, `fused_ops` keeps them all
+_DECOMPOSITIONS = {
+    "_softmax": {"amax", "sub", "exp", "sum", "div", "prepare_softmax_online"},
+    "softmax": {"amax", "sub", "exp", "sum", "div", "prepare_softmax_online"},
+    "_log_softmax": {"amax", "sub", "exp", "sum", "log", "prepare_softmax_online"},
+    "log_softmax": {"amax", "sub", "exp", "sum", "log", "prepare_softmax_online"},
+}
+_NO_DATA = {"view", "_unsafe_view", "unsafe_view", "reshape", "permute", "transpose", "t", "expand",
+            "squeeze", "unsqueeze", "slice", "select", "as_strided", "alias"}
+
+
+def _short_op(ops: list[str]) -> str | None:
+    folded = set().union(*(_DECOMPOSITIONS.get(o, set()) for o in ops))
+    kept = [o for o in ops if o not in folded and o not in _NO_DATA]
+    kept = kept or [o for o in ops if o not in folded] or ops
+    return "+".join(kept) if kept else None
+
+
 def _split_ops(body: str) -> list[str]:
     tokens = body.split("_")
     ops, i = [], 0
@@ -62,6 +82,6 @@ def _triton(text: str) -> dict | None:
     elif cls == "tem" and any(o.lstrip("_") in ("mm", "bmm", "addmm", "baddbmm") for o in ops):
         kind, op = "gemm", next(o for o in ops if o.lstrip("_") in ("mm", "bmm", "addmm", "baddbmm"))
     else:
-        kind, op = "fused", "+".join(ops) if ops else None
+        kind, op = "fused", _short_op(ops)
     summary = f"Triton {d['kernel_class']}" + (f": {', '.join(ops)}" if ops else "")
     return {"kind": kind, "library": "Triton", "op": op, "details": d, "summary": summary}
