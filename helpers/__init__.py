@@ -32,9 +32,13 @@ MODULES = {
     "claims": "helpers.pages.claims",
     "prose": "helpers.pages.prose",
     "hub": "helpers.pages.hub_flash",
+    "questions": "helpers.pages.questions",
+    "counters": "helpers.pages.counters",
+    "roofline": "helpers.pages.roofline",
     "occupancy_charts": "helpers.occupancy.charts",
     "occupancy_lessons": "helpers.occupancy.lessons",
     "occupancy_calculator": "helpers.occupancy.browser",
+    "occupancy_truth": "helpers.occupancy.truth",
 }
 
 
