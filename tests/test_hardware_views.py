@@ -97,8 +97,9 @@ def test_hbm_measured_is_the_raw_counters_plus_the_traces_copies(collected):
         ids = set(prof.launches()["correlation"])
         copies = sum(e["args"]["bytes"] * (2 if "DtoD" in e["name"] else 1) for e in events
                      if e.get("cat") in ("gpu_memcpy", "gpu_memset") and e["args"].get("correlation") in ids)
-        assert table.loc[stage, "kernels MB"] == pytest.approx(kernels / 1e6, abs=0.05)
-        assert table.loc[stage, "memcpy + memset MB (trace)"] == pytest.approx(copies / 1e6, abs=0.05), stage
+        assert table.loc[stage, "read MB"] + table.loc[stage, "written MB"] == pytest.approx(kernels / 1e6, abs=0.1)
+        assert table.loc[stage, counters.COPIES] == pytest.approx(copies / 1e6, abs=0.05), stage
+        assert table.loc[stage, "forward MB"] == pytest.approx((kernels + copies) / 1e6, abs=0.05), stage
     g = counters.glue_hbm(table)
     assert float(g["ratio"]) == pytest.approx(table.loc["naive", "forward MB"] / table.loc["sdpa_flash", "forward MB"], abs=0.5)
 
@@ -145,11 +146,13 @@ def test_occupancy_chart_has_the_three_figures_per_kernel(occupancy_table):
     stages = ["sdpa_flash", "sdpa_cudnn"]
     fig = truth.chart(occupancy_table, stages)
     rows = occupancy_table[occupancy_table["stage"].isin(stages)].iloc[::-1]
-    names = [t.name for t in fig.data]
-    assert names[:3] == ["CUPTI est. (at launch)", "theoretical (helpers.occupancy)", "achieved (ncu, measured)"]
-    assert list(np.asarray(fig.data[2].x, dtype=float)) == list(rows["ncu achieved %"])
-    assert list(np.asarray(fig.data[1].x, dtype=float)) == list(rows["calculator %"])
-    assert list(np.asarray(fig.data[0].x, dtype=float)) == list(rows["CUPTI est. %"].fillna(0))
+    by_name = {t.name: t for t in fig.data}
+    assert list(np.asarray(by_name["achieved (ncu, measured)"].x, dtype=float)) == list(rows["ncu achieved %"])
+    assert list(np.asarray(by_name["theoretical (helpers.occupancy)"].x, dtype=float)) == list(rows["calculator %"])
+    cupti = by_name["CUPTI est. (at launch)"]
+    assert list(np.asarray(cupti.x, dtype=float)) == list(rows["CUPTI est. %"].fillna(0))
+    # a zero is written out, not left as a missing bar
+    assert [bool(t) for t in cupti.text] == list(rows["CUPTI est. %"] == 0)
 
 
 # ----------------------------------------------------------------------------------- roofline
@@ -381,4 +384,4 @@ def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(m
     assert roof["gpu"] == PROVENANCE["gpu"] and roof["mode"] == "replay"
     assert roof["live"]["gpu"] == "NVIDIA L4" and roof["live"]["matmul TFLOP/s"] == roof["matmul TFLOP/s"] / 4
     table = roofline.ceilings_table(roof)
-    assert {g for _, g in table.index} == {f"{PROVENANCE['gpu']} (replay)", "NVIDIA L4 (live)"}
+    assert set(table["measured on"]) == {f"{PROVENANCE['gpu']} (replay)", "NVIDIA L4 (live)"}

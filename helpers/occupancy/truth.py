@@ -30,9 +30,10 @@ from .gpus import gpu_spec
 CUPTI_COLOR = MUTED
 THEORETICAL_COLOR = KIND_COLORS["attention"]
 ACHIEVED_COLOR = SERIES_COLORS["GPU time"]
-COLUMNS = ["stage", "#", "label", "kernel", "threads", "registers", "shared memory (B)", "grid blocks", "waves",
-           "CUPTI est. %", "calculator %", "ncu theoretical %", "ncu achieved %", "achieved / theoretical",
-           "limiter", "ncu µs"]
+# the three figures first, the launch that explains them after
+COLUMNS = ["stage", "#", "label", "kernel", "CUPTI est. %", "calculator %", "ncu theoretical %", "ncu achieved %",
+           "achieved / theoretical", "limiter", "threads", "registers", "shared memory (B)", "grid blocks", "waves",
+           "ncu µs"]
 
 
 def spec_for(c: Counters):
@@ -100,7 +101,8 @@ def occupancy_truth(c: Counters, profiles: Mapping[str, Profile] | None = None,
             op = (t["op"] if isinstance(t["op"], str) else t["kind"]) if t is not None else r["kernel"][:40]
             cupti = None if t is None or pd.isna(t["est_occupancy_pct"]) else int(t["est_occupancy_pct"])
             rows.append({
-                "stage": stage, "#": r["#"], "label": f"{stage} · {r['#']}. {op}",
+                # a stage of one kernel is its name; the kernels of another, numbered, with their op
+                "stage": stage, "#": r["#"], "label": stage if len(counted) == 1 else f"{stage} · {r['#']}. {op}",
                 "kernel": t["summary"] if t is not None else r["kernel"], "threads": int(r["threads"]),
                 "registers": int(r["registers"]), "shared memory (B)": int(r["shared_memory"]),
                 "grid blocks": int(r["grid_blocks"]), "waves": round(float(r["waves"]), 3),
@@ -120,35 +122,38 @@ def truth_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def chart(table: pd.DataFrame, stages: Sequence[str] | None = None) -> go.Figure:
-    """Per kernel, horizontal bars: CUPTI's estimate, the theoretical occupancy (the calculator's,
-    ncu's marked on it) and what the hardware sustained (ncu's achieved occupancy)."""
+    """Per kernel, horizontal bars, top to bottom: CUPTI's estimate (a zero written out), the
+    theoretical occupancy (the calculator's, ncu's marked on it) and what the hardware sustained
+    (ncu's achieved occupancy)."""
     t = table if stages is None else table[table["stage"].isin(stages)]
-    t = t.iloc[::-1]  # the first kernel at the top
+    t = t.iloc[::-1]  # plotly draws categories bottom-up: the first kernel at the top
     labels = [literal(x) for x in t["label"]]
     fig = go.Figure()
     hover = list(zip(t["kernel"].map(lambda n: literal(str(n)[:100])), t["threads"], t["registers"],
                      t["shared memory (B)"], t["limiter"], t["ncu µs"]))
     tail = ("<br>%{customdata[0]}<br>%{customdata[1]} threads × %{customdata[2]} registers, "
             "%{customdata[3]} B shared memory; limited by %{customdata[4]}; %{customdata[5]} µs<extra></extra>")
-    fig.add_bar(orientation="h", y=labels, x=t["CUPTI est. %"].fillna(0), name="CUPTI est. (at launch)",
-                marker_color=CUPTI_COLOR, customdata=hover,
-                hovertemplate="CUPTI's estimate %{x}%" + tail)
-    fig.add_bar(orientation="h", y=labels, x=t["calculator %"], name="theoretical (helpers.occupancy)",
-                marker_color=THEORETICAL_COLOR, customdata=hover,
-                hovertemplate="theoretical %{x:.1f}%" + tail)
+    # within a group plotly stacks the first trace at the bottom: add them bottom-up
     fig.add_bar(orientation="h", y=labels, x=t["ncu achieved %"], name="achieved (ncu, measured)",
                 marker_color=ACHIEVED_COLOR, customdata=hover,
                 hovertemplate="achieved %{x:.1f}%, measured by ncu" + tail)
+    fig.add_bar(orientation="h", y=labels, x=t["calculator %"], name="theoretical (helpers.occupancy)",
+                marker_color=THEORETICAL_COLOR, customdata=hover,
+                hovertemplate="theoretical %{x:.1f}%" + tail)
+    cupti = t["CUPTI est. %"]
+    fig.add_bar(orientation="h", y=labels, x=cupti.fillna(0), name="CUPTI est. (at launch)",
+                marker_color=CUPTI_COLOR, customdata=hover, cliponaxis=False,
+                text=["0 (CUPTI)" if v == 0 else "" for v in cupti], textposition="outside",
+                textfont=dict(color=MUTED, size=11), hovertemplate="CUPTI's estimate %{x}%" + tail)
     fig.add_scatter(y=labels, x=t["ncu theoretical %"], mode="markers", name="ncu's theoretical",
                     marker=dict(symbol="line-ns-open", size=16, color=MUTED, line=dict(width=2, color=MUTED)),
                     hovertemplate="ncu's theoretical %{x:.1f}%<extra></extra>")
-    fig.update_layout(barmode="group", height=160 + 46 * len(t), bargap=0.25,
-                      xaxis=dict(range=[0, 105], title="occupancy (% of the SM's warp slots)"),
-                      yaxis=dict(automargin=True), margin=dict(t=130, l=10))
-    gpus = ", ".join(dict.fromkeys(t["stage"]))
-    return _title(fig, "Occupancy: estimated, theoretical, achieved",
-                  f"one forward of {gpus}<br>grey: CUPTI at launch · green: theoretical · blue: what the "
-                  f"hardware sustained (Nsight Compute)")
+    fig.update_layout(barmode="group", height=200 + 46 * len(t), bargap=0.25,
+                      xaxis=dict(range=[0, 105], title="% of the SM's warp slots"),
+                      yaxis=dict(automargin=True), margin=dict(t=80, l=10, b=60),
+                      legend=dict(orientation="h", x=0, xanchor="left", y=-0.1, yanchor="top",
+                                  traceorder="reversed"))
+    return _title(fig, "Occupancy, three ways", "one forward per stage · hover for the kernel")
 
 
 def glue_truth(table: pd.DataFrame, prefix: str = "truth") -> dict:
@@ -186,6 +191,12 @@ def glue_truth(table: pd.DataFrame, prefix: str = "truth") -> dict:
 
 ACHIEVED_OPTIONS = ("0%, as CUPTI says", "below the theoretical occupancy", "the theoretical occupancy, exactly",
                     "above the theoretical occupancy")
+
+
+def achieved_question(cudnn: Mapping) -> str:
+    """The guess, from the cuDNN kernel's figures as chapter 7 glued them (`glue_kernel`)."""
+    return (f"CUPTI reads {cudnn['cupti_pct']}% for the cuDNN kernel, the calculator {cudnn['occupancy_pct']}%. "
+            "What share of its warp slots did each SM keep busy while it ran?")
 
 
 def achieved_answer(table: pd.DataFrame, stage: str = "sdpa_cudnn") -> str:

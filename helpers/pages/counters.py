@@ -29,6 +29,7 @@ from .prose import glue
 from .tables import kernel_table as _  # noqa: F401  (the book's pandas display: names never cut)
 
 MB = 1e6
+COPIES = "copies MB (trace)"   # memcpy and memset: no kernel, so no ncu row; their bytes come from the trace
 # the work counters that carry FLOPs, one per family so nothing is counted twice: the tensor
 # pipe's ops of every instruction (HMMA and Hopper's HGMMA alike) by source type, and FFMA
 TENSOR_TOTAL = re.compile(r"^sm__ops_path_tensor_src_(?P<src>[a-z0-9]+)(_dst_(?P<dst>[a-z0-9]+))?\.sum$")
@@ -66,7 +67,7 @@ class Counters:
                     f"{len(self.kernels)} forwards, one ncu subprocess each.")
         return (f"Replaying Nsight Compute's counters recorded on {p.get('gpu', self.gpu)} "
                 f"(sm {p.get('capability', '?')}, {p.get('sm_count', '?')} SMs) on {p.get('date', '?')[:10]} "
-                f"with {ncu.short_version(p.get('ncu'))} and torch {p.get('torch', '?')}, because {self.reason}.")
+                f"with {ncu.short_version(p.get('ncu'))} and torch {p.get('torch', '?')}.\nNot live here: {self.reason}.")
 
 
 # ----------------------------------------------------------------------------------- collecting
@@ -205,28 +206,25 @@ def calibration(c: Counters) -> pd.DataFrame:
     rows = []
     for cal in _calibrations(c.provenance):
         table = c.calibration[cal["name"]]
+        flops = 2 * cal["m"] * cal["n"] * cal["k"]
         for counter in _work_columns(table):
             reading = float(table[counter].sum())
             if reading > 0:
-                rows.append({"calibration": cal["name"], "dtype": cal["dtype"],
-                             "m × n × k": f"{cal['m']} × {cal['n']} × {cal['k']}",
-                             "FLOPs (2·m·n·k)": 2 * cal["m"] * cal["n"] * cal["k"],
-                             "kernels": len(table), "counter": counter, "reading": reading,
-                             "FLOPs per unit": 2 * cal["m"] * cal["n"] * cal["k"] / reading})
-    return pd.DataFrame(rows, columns=["calibration", "dtype", "m × n × k", "FLOPs (2·m·n·k)", "kernels",
-                                       "counter", "reading", "FLOPs per unit"])
+                rows.append({"matmul": f"{cal['dtype']}, {cal['m']}×{cal['n']}×{cal['k']}",
+                             "FLOPs (2·m·n·k)": flops, "counter": counter.removesuffix(".sum"),
+                             "reading": int(round(reading)), "FLOPs per unit": flops / reading})
+    out = pd.DataFrame(rows, columns=["matmul", "FLOPs (2·m·n·k)", "counter", "reading", "FLOPs per unit"])
+    return out.set_index("matmul")
 
 
 def flops_per_unit(c: Counters) -> dict[str, float]:
     """counter -> FLOPs per unit, each from the calibration in which it carries the work (the
     one where its share of the FLOPs is largest)."""
-    table = calibration(c)
-    if table.empty:
-        return {}
+    table = calibration(c).reset_index()
     best = {}
     for counter, rows in table.groupby("counter"):
         row = rows.loc[rows["reading"].idxmax()]
-        best[counter] = float(row["FLOPs per unit"])
+        best[f"{counter}.sum"] = float(row["FLOPs per unit"])
     return best
 
 
@@ -267,11 +265,19 @@ def glue_calibration(c: Counters) -> dict:
     values = {"tensor_counter": tensor[0].removesuffix(".sum") if tensor else "none",
               "tensor_factor": f"{factors[tensor[0]]:.3g}" if tensor else "—",
               "ffma_factor": f"{factors[FFMA]:.3g}" if FFMA in factors else "—"}
-    ratios = work(c)["measured / model"]
+    w = work(c)
+    ratios = w["measured / model"]
     for stage, key in (("naive", "naive"), ("sdpa_math", "math"), ("sdpa_flash", "flash"),
                        ("sdpa_cudnn", "cudnn"), ("sdpa_efficient", "efficient")):
         if stage in ratios:
-            values[f"{key}_ratio"] = f"{ratios[stage]:.2f}"
+            values[f"{key}_ratio"] = f"{ratios[stage]:.3f}"
+    # fused (one kernel): between the causal FLOPs and the full square; unfused: the full square at least
+    fused, unfused = w[w["kernels"] == 1], w[w["kernels"] > 1]
+    odd = list(fused.index[(fused["measured / model"] < 1) | (fused["measured / model"] >= 2)]) + \
+        list(unfused.index[unfused["measured / model"] < 2])
+    values["verdict"] = ("The counters and the shape agree where they should, and the factors hold" if not odd else
+                         f"The counters and the shape disagree for {', '.join(odd)}: read its counters before "
+                         f"trusting its point")
     for key, value in values.items():
         glue(f"cal_{key}", value)
     return values
@@ -330,19 +336,22 @@ def hbm_measured(c: Counters, profiles: Mapping[str, Profile] | None = None,
     for stage in measured.index:
         if stage not in profiles or profiles[stage].shape != shape:
             profiles[stage] = profile_stage(stage, shape, mode="auto" if c.mode == "live" else "replay", quiet=True)
-    measured["memcpy + memset MB (trace)"] = [copy_bytes(profiles[s]) / MB for s in measured.index]
-    measured["forward MB"] = measured["measured MB"] + measured["memcpy + memset MB (trace)"]
-    model = hbm_traffic({s: profiles[s] for s in measured.index})["total MB"]
-    out = measured.rename(columns={"measured MB": "kernels MB"}).join(model.rename("model MB"), how="left")
+    measured[COPIES] = [copy_bytes(profiles[s]) / MB for s in measured.index]
+    measured["forward MB"] = measured["measured MB"] + measured[COPIES]
+    model = hbm_traffic({s: profiles[s] for s in measured.index})
+    out = measured.drop(columns=["measured MB"]).join(model["total MB"].rename("model MB"), how="left")
     out["forward / model"] = out["forward MB"] / out["model MB"]
-    return out.round({"read MB": 1, "written MB": 1, "kernels MB": 1, "memcpy + memset MB (trace)": 1,
-                      "forward MB": 1, "model MB": 1, "forward / model": 2})
+    # q, k, v and the output, from the same model: what a fused kernel has to move at least
+    out.attrs["qkvo MB"] = (model["q, k, v, out bytes"] / MB).to_dict()
+    return out.round({"read MB": 1, "written MB": 1, COPIES: 1, "forward MB": 1, "model MB": 1,
+                      "forward / model": 2})
 
 
 def glue_hbm(table: pd.DataFrame, fused: str = "sdpa_flash", unfused: str = "naive") -> dict:
     """Glue the ratio a reader guesses (how many times more bytes the unfused stage moves) and the
     figures behind it, as `hbm_<name>`."""
-    m, model, copies = table["forward MB"], table["model MB"], table["memcpy + memset MB (trace)"]
+    m, model, copies = table["forward MB"], table["model MB"], table[COPIES]
+    qkvo = table.attrs["qkvo MB"][fused]
     values = {"unfused": unfused, "fused": fused,
               "unfused_mb": f"{m[unfused]:,.0f}", "fused_mb": f"{m[fused]:,.0f}",
               "unfused_copy_mb": f"{copies[unfused]:,.0f}",
@@ -351,8 +360,9 @@ def glue_hbm(table: pd.DataFrame, fused: str = "sdpa_flash", unfused: str = "nai
               "fused_over_model": f"{m[fused] / model[fused]:.2f}",
               "unfused_over_model": f"{m[unfused] / model[unfused]:.2f}",
               "fused_written_mb": f"{table['written MB'][fused]:,.1f}",
-              # the output alone: a quarter of q, k, v and the output (the model's flash bytes)
-              "output_mb": f"{model[fused] / 4:,.1f}",
+              # the output is a quarter of q, k, v and the output, all four of one shape
+              "output_mb": f"{qkvo / 4:,.1f}", "qkv_mb": f"{3 * qkvo / 4:,.1f}",
+              "fused_read_mb": f"{table['read MB'][fused]:,.1f}",
               "min_over_model": f"{table['forward / model'].min():.2f}",
               "max_over_model": f"{table['forward / model'].max():.2f}"}
     for key, value in values.items():

@@ -105,14 +105,14 @@ def ceilings_table(roof: dict) -> pd.DataFrame:
         sheet = r["datasheet"]
         for row in r["table"].to_dict("records"):
             key = "bf16 TFLOP/s" if "matmul" in row["ceiling"] else "TB/s"
-            rows.append({"ceiling": row["ceiling"], "GPU": f"{r['gpu']} ({r['mode']})",
+            rows.append({"ceiling": row["ceiling"], "measured on": f"{r['gpu']} ({r['mode']})",
                          "what was timed": row["what was timed"],
                          "do_bench median (ms)": round(row["median ms"], 3),
                          "measured": f"{row['value']:,.2f} {row['value unit']}",
                          "datasheet": f"{sheet[key]:g} {row['value unit']} ({sheet['part']} datasheet)"
                          if sheet else "—",
                          "measured / datasheet": round(row["value"] / sheet[key], 2) if sheet else None})
-    return pd.DataFrame(rows).set_index(["ceiling", "GPU"])
+    return pd.DataFrame(rows).set_index("ceiling")
 
 
 def roof_at(intensity, roof: dict) -> np.ndarray:
@@ -241,8 +241,8 @@ def kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
 
 def table(pts: pd.DataFrame) -> pd.DataFrame:
     """The points as a reader reads them, rounded, one row per stage."""
-    cols = ["stage", "kernels", "GFLOP", "DRAM MB", "ncu µs", "FLOP/B", "TFLOP/s", "TB/s", "roof TFLOP/s",
-            "% of roof", "roof", "profiler GPU µs", "do_bench µs", "bound by the CPU"]
+    cols = ["stage", "kernels", "GFLOP", "DRAM MB", "FLOP/B", "TFLOP/s", "% of roof", "roof", "ncu µs",
+            "do_bench µs", "bound by the CPU"]
     out = pts[cols].copy()
     out["bound by the CPU"] = out["bound by the CPU"].map({True: "yes", False: "no", None: "—"})
     return out.set_index("stage").round({"GFLOP": 1, "DRAM MB": 1, "ncu µs": 1, "FLOP/B": 1, "TFLOP/s": 1,
@@ -252,18 +252,33 @@ def table(pts: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------------------- chart
 
-def _roof_lines(fig: go.Figure, roof: dict, x_range: tuple[float, float]) -> None:
-    xs = np.logspace(np.log10(x_range[0]), np.log10(x_range[1]), 200)
+# the roofs are drawn over this span of intensities; the axes show the part the points need
+ROOF_SPAN = (1e-2, 1e5)
+# a marker shape per stage besides its colour: stages whose points fall close together stay apart
+STAGE_SYMBOLS = {"naive": "circle", "inplace": "x-thin-open", "sdpa_math": "square", "sdpa_efficient": "triangle-up",
+                 "sdpa_flash": "diamond", "sdpa_cudnn": "star", "naive_compiled": "pentagon", "flex": "hexagon",
+                 "flex_sliding": "hexagon-open", "sdpa_auto": "star-open"}
+
+
+def _roof_lines(fig: go.Figure, roof: dict) -> None:
+    """The measured roof and the datasheet's, named where they run flat (not in the legend, which
+    a phone stacks under the chart)."""
+    xs = np.logspace(np.log10(ROOF_SPAN[0]), np.log10(ROOF_SPAN[1]), 400)
     fig.add_scatter(x=xs, y=roof_at(xs, roof) / TB, mode="lines", name=f"roof measured on {literal(roof['gpu'])}",
-                    line=dict(color=SERIES_COLORS["GPU time"], width=3),
+                    line=dict(color=SERIES_COLORS["GPU time"], width=3), showlegend=False,
                     hovertemplate="measured roof at %{x:.1f} FLOP/B: %{y:.0f} TFLOP/s<extra></extra>")
+    fig.add_annotation(x=1, xref="x domain", xanchor="right", y=np.log10(roof["matmul TFLOP/s"]), yanchor="top",
+                       text="measured roof", showarrow=False, font=dict(color=SERIES_COLORS["GPU time"], size=12))
     sheet = roof.get("datasheet")
     if sheet:
         ys = np.minimum(sheet["bf16 TFLOP/s"], xs * sheet["TB/s"])
-        fig.add_scatter(x=xs, y=ys, mode="lines", name=f"{sheet['part']} datasheet",
+        fig.add_scatter(x=xs, y=ys, mode="lines", name=f"{sheet['part']} datasheet", showlegend=False,
                         line=dict(color=MUTED, width=1.5, dash="dash"),
                         hovertemplate=f"{sheet['part']} datasheet at %{{x:.1f}} FLOP/B: %{{y:.0f}} TFLOP/s"
                                       "<extra></extra>")
+        fig.add_annotation(x=1, xref="x domain", xanchor="right", y=np.log10(sheet["bf16 TFLOP/s"]),
+                           yanchor="bottom", text=f"{sheet['part']} datasheet", showarrow=False,
+                           font=dict(color=MUTED, size=12))
 
 
 def _hover(r) -> str:
@@ -275,87 +290,92 @@ def _hover(r) -> str:
             f"(ncu): {r['% of roof']:.0f}% of the {r['roof']} roof{cpu}")
 
 
+def _waited(r) -> float:
+    """TFLOP/s over do_bench's time: what a caller waiting for each forward gets."""
+    return r["GFLOP"] * 1e9 / (r["do_bench µs"] * 1e-6) / TB
+
+
+def _axes(fig: go.Figure, pts: pd.DataFrame, roof: dict, height: int) -> None:
+    """Log axes around the points and the ridge; the legend under the chart, where a phone has
+    room for it."""
+    ok = pts[np.isfinite(pts["FLOP/B"]) & (pts["FLOP/B"] > 0) & (pts["TFLOP/s"] > 0)]
+    lows = list(ok["TFLOP/s"]) + [_waited(r) for r in ok.to_dict("records") if r["bound by the CPU"] is True]
+    x = (min(ok["FLOP/B"].min(), roof["ridge FLOP/B"]) / 4, max(ok["FLOP/B"].max(), roof["ridge FLOP/B"]) * 4)
+    top = max(roof["matmul TFLOP/s"], (roof["datasheet"] or {}).get("bf16 TFLOP/s", 0))
+    fig.update_layout(
+        height=height, hovermode="closest", margin=dict(t=90, b=60),
+        xaxis=dict(type="log", title="FLOP per DRAM byte", range=np.log10(x).tolist(), dtick=1),
+        yaxis=dict(type="log", title="TFLOP/s achieved", range=[np.log10(min(lows) / 2), np.log10(top * 1.8)],
+                   dtick=1),
+        legend=dict(orientation="h", x=0, xanchor="left", y=-0.14, yanchor="top"))
+
+
 def chart(pts: pd.DataFrame, roof: dict, kernels: pd.DataFrame | None = None) -> go.Figure:
     """The roofline, log-log: the measured roof, the datasheet's, one point per stage; per-kernel
     points are in the legend, hidden until clicked ("on demand"). A stage bound by the CPU gets a
     hollow twin at its FLOPs over do_bench's time: what a caller that waits for it gets."""
-    xs = pd.concat([pts["FLOP/B"]] + ([kernels["FLOP/B"]] if kernels is not None and len(kernels) else []))
-    xs = xs[np.isfinite(xs) & (xs > 0)]
-    x_range = (min(xs.min(), roof["ridge FLOP/B"]) / 3, max(xs.max(), roof["ridge FLOP/B"]) * 3)
     fig = go.Figure()
-    _roof_lines(fig, roof, x_range)
+    _roof_lines(fig, roof)
     for r in pts.to_dict("records"):
         color = STAGE_COLORS.get(r["stage"], KIND_COLORS["unknown"])
-        fig.add_scatter(x=[r["FLOP/B"]], y=[r["TFLOP/s"]], mode="markers+text", name=r["stage"],
-                        text=[r["stage"]], textposition="top center", textfont=dict(color=color),
-                        marker=dict(size=13, color=color, line=dict(width=1, color="white")),
+        fig.add_scatter(x=[r["FLOP/B"]], y=[r["TFLOP/s"]], mode="markers", name=r["stage"],
+                        marker=dict(size=14, color=color, symbol=STAGE_SYMBOLS.get(r["stage"], "circle"),
+                                    line=dict(width=1.5, color=color)),
                         hovertext=[_hover(r)], hovertemplate="%{hovertext}<extra></extra>",
                         legendgroup=r["stage"])
         if r["bound by the CPU"] is True:
-            waited = r["GFLOP"] * 1e9 / (r["do_bench µs"] * 1e-6) / TB
-            fig.add_scatter(x=[r["FLOP/B"], r["FLOP/B"]], y=[r["TFLOP/s"], waited], mode="lines+markers",
+            fig.add_scatter(x=[r["FLOP/B"], r["FLOP/B"]], y=[r["TFLOP/s"], _waited(r)], mode="lines+markers",
                             line=dict(color=color, dash="dot", width=1),
-                            marker=dict(size=[0, 11], color="rgba(0,0,0,0)", line=dict(width=2, color=color)),
+                            marker=dict(size=[0, 12], color="rgba(0,0,0,0)", line=dict(width=2, color=color)),
                             name=f"{r['stage']} timed by do_bench", legendgroup=r["stage"], showlegend=False,
                             hovertemplate=f"{r['stage']}, timed by do_bench: %{{y:.1f}} TFLOP/s<extra></extra>")
     if kernels is not None and len(kernels):
         k = kernels[np.isfinite(kernels["FLOP/B"]) & (kernels["GFLOP"] > 0)]
         fig.add_scatter(
             x=k["FLOP/B"], y=k["TFLOP/s"], mode="markers", name="each kernel (click to show)",
-            visible="legendonly", marker=dict(size=8, symbol="diamond", color=[
-                STAGE_COLORS.get(s, KIND_COLORS["unknown"]) for s in k["stage"]], line=dict(width=1, color=MUTED)),
+            visible="legendonly", marker=dict(size=8, symbol=[STAGE_SYMBOLS.get(s, "circle") for s in k["stage"]],
+                                              color=[STAGE_COLORS.get(s, KIND_COLORS["unknown"]) for s in k["stage"]],
+                                              opacity=0.6),
             customdata=list(zip(k["stage"], k["#"], k["kernel"].map(lambda n: literal(n[:90])),
                                 k["ncu µs"], k["% of roof"])),
             hovertemplate="%{customdata[0]} · kernel %{customdata[1]}<br>%{customdata[2]}<br>%{x:.1f} FLOP/B, "
                           "%{y:.1f} TFLOP/s in %{customdata[3]:.1f} µs: %{customdata[4]:.0f}% of the roof"
                           "<extra></extra>")
-    ys = pd.concat([pts["TFLOP/s"]] + ([kernels["TFLOP/s"]] if kernels is not None and len(kernels) else []))
-    ys = ys[np.isfinite(ys) & (ys > 0)]
-    top = max(roof["matmul TFLOP/s"], (roof["datasheet"] or {}).get("bf16 TFLOP/s", 0))
-    fig.update_layout(
-        height=560, hovermode="closest",
-        xaxis=dict(type="log", title="arithmetic intensity (FLOP per DRAM byte)", range=np.log10(x_range).tolist()),
-        yaxis=dict(type="log", title="achieved TFLOP/s", range=[np.log10(ys.min() / 3), np.log10(top * 2)]),
-        margin=dict(t=120))
+    _axes(fig, pts, roof, 620)
     shapes = ", ".join(dict.fromkeys(f"seq {s}" for s in pts["seq"]))
     return _title(fig, f"Roofline · {literal(roof['gpu'])}",
-                  f"one point per stage's forward ({shapes}) · FLOPs and DRAM bytes: Nsight Compute · "
-                  f"roofs: do_bench ({roof['mode']})")
+                  f"a point per forward ({shapes}) · hollow: do_bench<br>"
+                  f"FLOPs, bytes: ncu · roofs: do_bench ({roof['mode']})")
 
 
 def sweep_chart(pts: pd.DataFrame, roof: dict) -> go.Figure:
-    """The stages across sequence lengths: one line per stage through its points, seq marked."""
+    """The stages recorded at several sequence lengths: one line per stage through its points, the
+    marker growing with the sequence; a hollow twin where the CPU holds a forward back."""
     fig = go.Figure()
+    _roof_lines(fig, roof)
     finite = pts[np.isfinite(pts["FLOP/B"]) & (pts["FLOP/B"] > 0)]
-    x_range = (min(finite["FLOP/B"].min(), roof["ridge FLOP/B"]) / 3,
-               max(finite["FLOP/B"].max(), roof["ridge FLOP/B"]) * 3)
-    _roof_lines(fig, roof, x_range)
+    finite = finite[finite.groupby("stage")["seq"].transform("nunique") > 1]
     for stage, rows in finite.groupby("stage", sort=False):
         rows = rows.sort_values("seq")
         color = STAGE_COLORS.get(stage, KIND_COLORS["unknown"])
-        fig.add_scatter(x=rows["FLOP/B"], y=rows["TFLOP/s"], mode="lines+markers+text", name=stage,
-                        text=[f"{s}" for s in rows["seq"]], textposition="bottom right",
-                        textfont=dict(size=10, color=color), line=dict(color=color),
-                        marker=dict(size=9, color=color),
+        sizes = [6 + 3 * np.log2(s / rows["seq"].min()) for s in rows["seq"]]
+        fig.add_scatter(x=rows["FLOP/B"], y=rows["TFLOP/s"], mode="lines+markers", name=stage,
+                        line=dict(color=color, width=1.5),
+                        marker=dict(size=sizes, color=color, symbol=STAGE_SYMBOLS.get(stage, "circle")),
                         hovertext=[_hover(r) for r in rows.to_dict("records")],
                         hovertemplate="%{hovertext}<extra></extra>", legendgroup=stage)
         waited = rows[rows["bound by the CPU"] == True]  # noqa: E712
         if len(waited):
-            fig.add_scatter(x=waited["FLOP/B"], y=waited["GFLOP"] * 1e9 / (waited["do_bench µs"] * 1e-6) / TB,
+            fig.add_scatter(x=waited["FLOP/B"], y=[_waited(r) for r in waited.to_dict("records")],
                             mode="markers", legendgroup=stage, showlegend=False,
                             marker=dict(size=10, color="rgba(0,0,0,0)", line=dict(width=2, color=color)),
                             customdata=waited["seq"], hovertemplate=f"{stage} at seq %{{customdata}}, timed by "
                                                                     "do_bench: %{y:.1f} TFLOP/s<extra></extra>")
-    top = max(roof["matmul TFLOP/s"], (roof["datasheet"] or {}).get("bf16 TFLOP/s", 0))
-    fig.update_layout(height=560, hovermode="closest",
-                      xaxis=dict(type="log", title="arithmetic intensity (FLOP per DRAM byte)",
-                                 range=np.log10(x_range).tolist()),
-                      yaxis=dict(type="log", title="achieved TFLOP/s",
-                                 range=[np.log10(finite["TFLOP/s"].min() / 3), np.log10(top * 2)]),
-                      margin=dict(t=120))
-    return _title(fig, "The stages as the sequence grows",
-                  "each line: one stage at the recorded sequence lengths (the label) · hollow: timed by "
-                  "do_bench, where the CPU holds it back")
+    _axes(fig, finite, roof, 600)
+    seqs = sorted(finite["seq"].unique())
+    return _title(fig, "As the sequence grows",
+                  f"seq {', '.join(map(str, seqs))}: larger marker, longer sequence<br>"
+                  "hollow: timed by do_bench (CPU-bound)")
 
 
 # ----------------------------------------------------------------------------------------- glue
@@ -399,6 +419,8 @@ def glue_roofline(pts: pd.DataFrame, roof: dict) -> dict:
         "closest": closest["stage"], "closest_pct": f"{closest['% of roof']:.0f}",
         "memory": _and(memory), "memory_count": len(memory), "compute": _and(compute),
         "cpu": _and(cpu), "cpu_count": len(cpu), "stages": len(pts),
+        "cpu_detail": _and([f"{r['stage']} (do_bench {r['do_bench / profiler']:.2f}× the profiler's GPU time)"
+                            for r in pts[pts["bound by the CPU"] == True].to_dict("records")]),  # noqa: E712
     }
     for key, value in values.items():
         glue(f"roof_{key}", value)
