@@ -134,25 +134,24 @@ def chart(table: pd.DataFrame, stages: Sequence[str] | None = None) -> go.Figure
     tail = ("<br>%{customdata[0]}<br>%{customdata[1]} threads × %{customdata[2]} registers, "
             "%{customdata[3]} B shared memory; limited by %{customdata[4]}; %{customdata[5]} µs<extra></extra>")
     # within a group plotly stacks the first trace at the bottom: add them bottom-up
-    fig.add_bar(orientation="h", y=labels, x=t["ncu achieved %"], name="achieved (ncu, measured)",
+    fig.add_bar(orientation="h", y=labels, x=t["ncu achieved %"], name="achieved (ncu, measured)", legendrank=4,
                 marker_color=ACHIEVED_COLOR, customdata=hover,
                 hovertemplate="achieved %{x:.1f}%, measured by ncu" + tail)
-    fig.add_bar(orientation="h", y=labels, x=t["calculator %"], name="theoretical (helpers.occupancy)",
+    fig.add_bar(orientation="h", y=labels, x=t["calculator %"], name="theoretical (helpers.occupancy)", legendrank=2,
                 marker_color=THEORETICAL_COLOR, customdata=hover,
                 hovertemplate="theoretical %{x:.1f}%" + tail)
     cupti = t["CUPTI est. %"]
-    fig.add_bar(orientation="h", y=labels, x=cupti.fillna(0), name="CUPTI est. (at launch)",
+    fig.add_bar(orientation="h", y=labels, x=cupti.fillna(0), name="CUPTI est. (at launch)", legendrank=1,
                 marker_color=CUPTI_COLOR, customdata=hover, cliponaxis=False,
                 text=["0 (CUPTI)" if v == 0 else "" for v in cupti], textposition="outside",
                 textfont=dict(color=MUTED, size=11), hovertemplate="CUPTI's estimate %{x}%" + tail)
-    fig.add_scatter(y=labels, x=t["ncu theoretical %"], mode="markers", name="ncu's theoretical",
+    fig.add_scatter(y=labels, x=t["ncu theoretical %"], mode="markers", name="ncu's theoretical", legendrank=3,
                     marker=dict(symbol="line-ns-open", size=16, color=MUTED, line=dict(width=2, color=MUTED)),
                     hovertemplate="ncu's theoretical %{x:.1f}%<extra></extra>")
     fig.update_layout(barmode="group", height=200 + 46 * len(t), bargap=0.25,
                       xaxis=dict(range=[0, 105], title="% of the SM's warp slots"),
                       yaxis=dict(automargin=True), margin=dict(t=80, l=10, b=60),
-                      legend=dict(orientation="h", x=0, xanchor="left", y=-0.1, yanchor="top",
-                                  traceorder="reversed"))
+                      legend=dict(orientation="h", x=0, xanchor="left", y=-0.1, yanchor="top"))
     return _title(fig, "Occupancy, three ways", "one forward per stage · hover for the kernel")
 
 

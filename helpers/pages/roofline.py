@@ -35,7 +35,7 @@ from .tables import kernel_table as _  # noqa: F401  (the book's pandas display:
 TB = 1e12
 # the stages whose counters were recorded at several sequence lengths too
 SWEEP_STAGES = ("naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "flex")
-SEQ_OPTIONS = ("right: more FLOPs per byte", "left: more bytes per FLOP", "it stays where it is")
+SEQ_OPTIONS = ("right, to more FLOPs per byte", "left, to more bytes per FLOP", "nowhere: it stays where it is")
 # a stage whose independent timer (do_bench) reads more than this over the profiler's GPU time
 # leaves the GPU idle between forwards: bound by the CPU (as tables.timer_agreement reads it)
 CPU_BOUND_TOLERANCE = 0.05
@@ -454,7 +454,10 @@ def glue_sweep(pts: pd.DataFrame) -> dict:
         if len(rows) < 2:
             continue
         ai = rows.sort_values("seq")["FLOP/B"]
-        values |= {f"{key}_ai_min": f"{ai.min():.0f}", f"{key}_ai_max": f"{ai.max():.0f}",
+        sides = set(rows["roof"])
+        side = (f"under the {sides.pop()} roof at every sequence length" if len(sides) == 1 else
+                "under the memory roof at some sequence lengths and the compute roof at others")
+        values |= {f"{key}_ai_min": f"{ai.min():.0f}", f"{key}_ai_max": f"{ai.max():.0f}", f"{key}_side": side,
                    f"{key}_ai_first": f"{ai.iloc[0]:.0f}", f"{key}_ai_last": f"{ai.iloc[-1]:.0f}",
                    f"{key}_direction": _direction(rows)}
     for key, value in values.items():
