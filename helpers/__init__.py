@@ -34,9 +34,13 @@ MODULES = {
     "hub": "helpers.pages.hub_flash",
     "compiled": "helpers.pages.compiled",
     "flex": "helpers.pages.flex",
+    "questions": "helpers.pages.questions",
+    "counters": "helpers.pages.counters",
+    "roofline": "helpers.pages.roofline",
     "occupancy_charts": "helpers.occupancy.charts",
     "occupancy_lessons": "helpers.occupancy.lessons",
     "occupancy_calculator": "helpers.occupancy.browser",
+    "occupancy_truth": "helpers.occupancy.truth",
 }
 
 

@@ -14,16 +14,14 @@ stage traces and helpers.occupancy, never typed in. The notebook only calls thes
 from __future__ import annotations
 
 import gzip
-import html
 import json
 import math
 from pathlib import Path
 
-import ipywidgets as w
 import pandas as pd
-from IPython.display import HTML, Markdown, display
 
 from ..pages.prose import glue
+from ..pages.questions import Guess, ask, show_verdict, verdict  # noqa: F401  (the page's guesses)
 from ..profiling.modes import profile_stage, resolve_mode
 from ..profiling.profile import Profile, TraceError
 from ..profiling.stages import StageUnavailable
@@ -575,50 +573,3 @@ def sm_figure(prof: Profile, what: str):
     return draw_result(r, title=f"{what} on one SM of {c['spec'].name}: {c['threads']} threads × "
                                 f"{c['registers']} registers, {c['smem']:,} B shared memory a block "
                                 f"(from the trace)")
-
-
-# ---------------------------------------------------------------------------------- guessing
-
-class Guess(w.VBox):
-    """One question: its text as HTML (what the static book shows) and an answer box (live)."""
-
-    def __init__(self, key: str, question: str, options: list[str] | None = None):
-        self.key = key
-        self.question = question
-        if options:
-            self.answer = w.RadioButtons(options=options, value=None,
-                                         layout=w.Layout(width="auto"))
-        else:
-            self.answer = w.Text(placeholder="your guess", layout=w.Layout(width="200px"))
-        super().__init__([self.answer])
-
-    @property
-    def value(self):
-        v = self.answer.value
-        return None if v in (None, "") else v
-
-
-def ask(key: str, question: str, options: list[str] | None = None) -> Guess:
-    """Show the question (static text) and return the answer box, for the look cell to read."""
-    display(HTML(f"<div class='guess-card'><p><b>Guess first:</b> {question}</p></div>"))
-    return Guess(key, question, options)
-
-
-def verdict(guess: Guess | None, truth, unit: str = "") -> Markdown | None:
-    """A line comparing the reader's guess with the trace; nothing if no guess was entered."""
-    if guess is None or guess.value is None:
-        return None
-    given = str(guess.value).strip()
-    try:
-        right = float(given) == float(truth)
-    except (TypeError, ValueError):
-        right = given == str(truth)
-    mark = "right" if right else "not quite"
-    return Markdown(f"**You guessed {html.escape(given)}{unit}: {mark}.** The trace says "
-                    f"{html.escape(str(truth))}{unit}.")
-
-
-def show_verdict(guess: Guess | None, truth, unit: str = "") -> None:
-    v = verdict(guess, truth, unit)
-    if v is not None:
-        display(v)

@@ -1,0 +1,387 @@
+"""The views built on Nsight Compute's counters, against the raw recordings: the measured HBM bytes
+of chapter 5, the achieved occupancy of chapter 7, the roofline of chapter 9, and how each falls
+back to the recordings with the reason. Expectations come from the raw ncu CSV files (csv module,
+their own units row), the raw chrome traces and the raw ceilings.json; none is typed in."""
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, raw_document
+from helpers import DEFAULT_SHAPE, Shape, profile_stage
+from helpers.occupancy import truth
+from helpers.occupancy.lessons import STAGES as OCCUPANCY_STAGES
+from helpers.pages import counters, roofline
+from helpers.profiling import ncu
+from test_ncu import NCU_DIR, PROVENANCE, base, number, raw
+
+ROOFLINE_STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn",
+                   "naive_compiled", "flex"]
+CEILINGS = json.loads((ROOT / "notebooks" / "traces" / "h200" / "ceilings.json").read_text())
+TENSOR = "sm__ops_path_tensor_src_bf16_dst_fp32.sum"
+FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+
+
+@pytest.fixture(scope="module")
+def collected():
+    return counters.collect(ROOFLINE_STAGES, sweep=roofline.sweep_shapes(), sweep_stages=roofline.SWEEP_STAGES,
+                            mode="replay", quiet=True)
+
+
+@pytest.fixture(scope="module")
+def roof(collected):
+    return roofline.load_ceilings(collected, mode="replay", quiet=True)
+
+
+def raw_csv(stage: str, shape: Shape = DEFAULT_SHAPE):
+    return raw(NCU_DIR / f"{stage}__{shape.key}.csv")
+
+
+def raw_factor(counter: str) -> float:
+    """FLOPs per unit of a counter: the calibration matmul's 2·m·n·k over what it read (raw)."""
+    best = None
+    for cal in PROVENANCE["calibration"]:
+        rows, _ = raw(NCU_DIR / f"{cal['name']}.csv")
+        reading = sum(number(r[counter]) for r in rows)
+        if reading and (best is None or reading > best[0]):
+            best = (reading, 2 * cal["m"] * cal["n"] * cal["k"] / reading)
+    return best[1]
+
+
+def raw_point(stage: str, shape: Shape = DEFAULT_SHAPE) -> dict:
+    rows, units = raw_csv(stage, shape)
+    flops = sum(number(r[TENSOR]) * raw_factor(TENSOR) + number(r[FFMA]) * raw_factor(FFMA) for r in rows)
+    moved = sum(base(r, units, "dram__bytes_read.sum") + base(r, units, "dram__bytes_write.sum") for r in rows)
+    ns = sum(base(r, units, "gpu__time_duration.sum") for r in rows)
+    return {"flops": flops, "bytes": moved, "seconds": ns / 1e9}
+
+
+# --------------------------------------------------------------------------------------- work
+
+def test_calibration_is_the_shape_over_the_counter(collected):
+    factors = counters.flops_per_unit(collected)
+    assert set(factors) == {TENSOR, FFMA}
+    for counter, factor in factors.items():
+        assert factor == pytest.approx(raw_factor(counter), rel=1e-12)
+
+
+def test_measured_flops_lie_where_the_masking_puts_them(collected):
+    """A fused kernel skips the masked tiles but computes the diagonal ones in full: between the
+    causal FLOPs and the full square. An unfused stage computes every score: the full square at
+    least (its softmax's FFMAs on top)."""
+    work = counters.work(collected, None)
+    for row in work.to_dict("records"):
+        ratio = row["measured / model"]
+        if row["kernels"] == 1:
+            assert 1 <= ratio < 2, row
+        else:
+            assert ratio >= 2, row
+
+
+# -------------------------------------------------------------------------------------- bytes
+
+def test_hbm_measured_is_the_raw_counters_plus_the_traces_copies(collected):
+    stages = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"]
+    c = counters.collect(stages, mode="replay", quiet=True)
+    table = counters.hbm_measured(c)
+    for stage in stages:
+        rows, units = raw_csv(stage)
+        kernels = sum(base(r, units, "dram__bytes_read.sum") + base(r, units, "dram__bytes_write.sum") for r in rows)
+        # one forward's copies, from the raw trace: the events launched by that step's runtime calls
+        prof = profile_stage(stage, mode="replay", quiet=True)
+        events = raw_document(prof.trace_path)["traceEvents"]
+        ids = set(prof.launches()["correlation"])
+        copies = sum(e["args"]["bytes"] * (2 if "DtoD" in e["name"] else 1) for e in events
+                     if e.get("cat") in ("gpu_memcpy", "gpu_memset") and e["args"].get("correlation") in ids)
+        assert table.loc[stage, "read MB"] + table.loc[stage, "written MB"] == pytest.approx(kernels / 1e6, abs=0.1)
+        assert table.loc[stage, counters.COPIES] == pytest.approx(copies / 1e6, abs=0.05), stage
+        assert table.loc[stage, "forward MB"] == pytest.approx((kernels + copies) / 1e6, abs=0.05), stage
+    g = counters.glue_hbm(table)
+    assert float(g["ratio"]) == pytest.approx(table.loc["naive", "forward MB"] / table.loc["sdpa_flash", "forward MB"], abs=0.5)
+
+
+# ---------------------------------------------------------------------------------- occupancy
+
+@pytest.fixture(scope="module")
+def occupancy_table():
+    c = counters.collect(OCCUPANCY_STAGES, mode="replay", quiet=True)
+    return truth.occupancy_truth(c)
+
+
+def test_occupancy_truth_is_the_raw_csv_and_the_raw_trace(occupancy_table):
+    for stage, rows in occupancy_table.groupby("stage", sort=False):
+        csv_rows, _ = raw_csv(stage)
+        assert len(rows) == len(csv_rows)
+        # CUPTI's estimate, from the raw trace: the kernel events of the last step, in launch order
+        prof = profile_stage(stage, mode="replay", quiet=True)
+        events = raw_document(prof.trace_path)["traceEvents"]
+        ids = set(prof.kernels()["correlation"])
+        kernel_events = sorted((e for e in events if e.get("cat") == "kernel" and e["args"].get("correlation") in ids),
+                               key=lambda e: e["ts"])
+        for got, r, e in zip(rows.to_dict("records"), csv_rows, kernel_events):
+            assert got["ncu theoretical %"] == pytest.approx(number(r["sm__maximum_warps_per_active_cycle_pct"]), abs=0.005)
+            assert got["ncu achieved %"] == pytest.approx(number(r["sm__warps_active.avg.pct_of_peak_sustained_active"]), abs=0.005)
+            assert got["registers"] == e["args"]["registers per thread"] == number(r["launch__registers_per_thread"])
+            assert got["CUPTI est. %"] == e["args"]["est. achieved occupancy %"]
+            assert got["calculator %"] == pytest.approx(got["ncu theoretical %"], abs=0.005)
+
+
+def test_occupancy_truth_glue_counts_the_table(occupancy_table):
+    g = truth.glue_truth(occupancy_table)
+    assert g["kernels"] == len(occupancy_table) and g["agree"] == len(occupancy_table)
+    zero = occupancy_table[occupancy_table["CUPTI est. %"] == 0]
+    assert g["cupti_zero"] == len(zero) and g["cupti_zero_ran"] == int((zero["ncu achieved %"] > 0).sum())
+    cudnn = occupancy_table[occupancy_table["stage"] == "sdpa_cudnn"].iloc[0]
+    assert g["cudnn_achieved"] == f"{cudnn['ncu achieved %']:.1f}"
+    answer = truth.achieved_answer(occupancy_table)
+    assert answer in truth.ACHIEVED_OPTIONS
+    assert (answer == truth.ACHIEVED_OPTIONS[1]) == (cudnn["ncu achieved %"] < cudnn["calculator %"])
+
+
+def test_occupancy_chart_has_the_three_figures_per_kernel(occupancy_table):
+    stages = ["sdpa_flash", "sdpa_cudnn"]
+    fig = truth.chart(occupancy_table, stages)
+    rows = occupancy_table[occupancy_table["stage"].isin(stages)].iloc[::-1]
+    by_name = {t.name: t for t in fig.data}
+    assert list(np.asarray(by_name["achieved (ncu, measured)"].x, dtype=float)) == list(rows["ncu achieved %"])
+    assert list(np.asarray(by_name["theoretical (helpers.occupancy)"].x, dtype=float)) == list(rows["calculator %"])
+    cupti = by_name["CUPTI est. (at launch)"]
+    assert list(np.asarray(cupti.x, dtype=float)) == list(rows["CUPTI est. %"].fillna(0))
+    # a zero is written out, not left as a missing bar
+    assert [bool(t) for t in cupti.text] == list(rows["CUPTI est. %"] == 0)
+
+
+# ----------------------------------------------------------------------------------- roofline
+
+def test_ceilings_are_the_recording(roof):
+    by = {c["ceiling"]: c["value"] for c in CEILINGS["ceilings"]}
+    matmul = next(v for k, v in by.items() if "matmul" in k)
+    copy = next(v for k, v in by.items() if "copy" in k)
+    assert roof["matmul TFLOP/s"] == matmul and roof["copy TB/s"] == copy
+    assert roof["gpu"] == CEILINGS["provenance"]["gpu"]
+    xs = np.array([1.0, roof["ridge FLOP/B"], 1e4])
+    assert list(roofline.roof_at(xs, roof) / 1e12) == pytest.approx([copy, matmul, matmul])
+    table = roofline.ceilings_table(roof)
+    assert table["datasheet"].str.contains("datasheet").all()
+
+
+def test_points_are_the_raw_sums(collected, roof):
+    times = roofline.timings(collected, quiet=True)
+    pts = roofline.points(collected, roof, times)
+    assert len(pts) == len(collected.kernels)
+    for p in pts.to_dict("records"):
+        r = raw_point(p["stage"], Shape.from_key(p["shape"]))
+        assert p["GFLOP"] == pytest.approx(r["flops"] / 1e9, rel=1e-9)
+        assert p["DRAM MB"] == pytest.approx(r["bytes"] / 1e6, rel=1e-9)
+        assert p["FLOP/B"] == pytest.approx(r["flops"] / r["bytes"], rel=1e-9)
+        assert p["TFLOP/s"] == pytest.approx(r["flops"] / r["seconds"] / 1e12, rel=1e-9)
+        roof_here = min(roof["matmul TFLOP/s"], p["FLOP/B"] * roof["copy TB/s"])
+        assert p["% of roof"] == pytest.approx(100 * p["TFLOP/s"] / roof_here, rel=1e-9)
+        assert p["roof"] == ("memory" if p["FLOP/B"] < roof["ridge FLOP/B"] else "compute")
+
+
+def test_bound_by_the_cpu_is_do_bench_against_the_profiler(collected, roof):
+    times = roofline.timings(collected, quiet=True)
+    pts = roofline.points(collected, roof, times)
+    for p in pts.to_dict("records"):
+        prof = profile_stage(p["stage"], Shape.from_key(p["shape"]), mode="replay", quiet=True)
+        bench = raw_document(prof.trace_path)["provenance"]["do_bench_us"]
+        gpu = prof.summary()["gpu_time_us"]
+        assert p["do_bench µs"] == bench
+        assert p["bound by the CPU"] == (bench / gpu > 1 + roofline.CPU_BOUND_TOLERANCE)
+
+
+def test_glue_names_the_best_stage_and_its_distance_to_the_roof(collected, roof):
+    pts = roofline.points(collected, roof, roofline.timings(collected, quiet=True), shapes=[DEFAULT_SHAPE])
+    g = roofline.glue_roofline(pts, roof)
+    best = pts.loc[pts["TFLOP/s"].idxmax()]
+    assert g["best"] == best["stage"] and g["best_pct"] == f"{best['% of roof']:.0f}"
+    assert g["closest"] == pts.loc[pts["% of roof"].idxmax(), "stage"]
+    assert g["memory_count"] == int((pts["FLOP/B"] < roof["ridge FLOP/B"]).sum())
+    sweep = roofline.points(collected, roof)
+    s = roofline.glue_sweep(sweep)
+    flash = sweep.query("stage == 'sdpa_flash'").sort_values("seq")["FLOP/B"]
+    assert (s["flash_direction"] == roofline.SEQ_OPTIONS[0]) == (flash.iloc[-1] > 1.1 * flash.iloc[0])
+
+
+def test_roofline_chart_draws_each_stage_under_both_roofs(collected, roof):
+    pts = roofline.points(collected, roof, roofline.timings(collected, quiet=True), shapes=[DEFAULT_SHAPE])
+    kernels = roofline.kernel_points(collected, roof)
+    fig = roofline.chart(pts, roof, kernels)
+    by_name = {t.name: t for t in fig.data if t.name}
+    for p in pts.to_dict("records"):
+        t = by_name[p["stage"]]
+        assert np.asarray(t.x, dtype=float)[0] == pytest.approx(p["FLOP/B"])
+        assert np.asarray(t.y, dtype=float)[0] == pytest.approx(p["TFLOP/s"])
+    assert any("datasheet" in n for n in by_name)
+    assert any(n.startswith("roof measured") for n in by_name)
+    per_kernel = next(t for t in fig.data if (t.name or "").startswith("each kernel"))
+    assert per_kernel.visible == "legendonly"
+    shown = kernels[np.isfinite(kernels["FLOP/B"]) & (kernels["GFLOP"] > 0)]
+    assert len(per_kernel.x) == len(shown)
+    assert fig.layout.xaxis.type == fig.layout.yaxis.type == "log"
+
+
+# ---------------------------------------------------------------------------------- fallbacks
+
+def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, capsys):
+    import helpers.pages.counters as module
+    monkeypatch.setattr(ncu, "find_ncu", lambda: None)
+    monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    c = counters.collect(["sdpa_flash"])
+    line = capsys.readouterr().out
+    assert c.mode == "replay" and "Replaying Nsight Compute's counters" in line and "not on PATH" in line
+    assert PROVENANCE["gpu"] in line and PROVENANCE["date"][:10] in line
+
+
+def test_counters_not_permitted_fall_back_to_the_recording(monkeypatch, capsys, tmp_path):
+    import helpers.pages.counters as module
+    monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
+    monkeypatch.setattr(ncu, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/local/cuda/bin/ncu")
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("ncu failed on x (exit 1): ==ERROR== ERR_NVGPUCTRPERM - The user does not have "
+                           "permission to access NVIDIA GPU Performance Counters")
+    monkeypatch.setattr(ncu, "record", refused)
+    monkeypatch.setattr(ncu, "live_metrics", lambda exe: list(ncu.BASE_METRICS))
+    monkeypatch.setattr("torch.cuda.get_device_properties", lambda i: _Props())
+    monkeypatch.setattr(module, "cache_dir", lambda gpu, torch_version: tmp_path)
+    c = counters.collect(["sdpa_flash"])
+    line = capsys.readouterr().out
+    assert c.mode == "replay" and ncu.PERMISSION_ERROR in line and "performance counters" in line
+
+
+# ---------------------------------------------------------------------------------- the pages
+
+NOTEBOOKS = {name: json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+             for name in ("05_sdpa_flash", "07_occupancy", "09_roofline")}
+
+
+def test_roofline_prose_types_no_numbers():
+    """Every figure in the chapter's prose is a glue role or code, none typed in."""
+    for cell in NOTEBOOKS["09_roofline"]["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = "".join(cell["source"])
+        text = re.sub(r"\{(glue:text|doc|download)\}`[^`]+`", "", text)
+        text = re.sub(r"`[^`]*`", "", text)
+        text = re.sub(r"^# \d+\.", "#", text)
+        assert not re.search(r"(?<![\w-])\d", text), text[:200]
+
+
+def test_new_prose_in_the_flash_and_occupancy_chapters_types_no_numbers():
+    for name, prefix in (("05_sdpa_flash", "hbm-measured"), ("07_occupancy", "truth-")):
+        for cell in NOTEBOOKS[name]["cells"]:
+            if cell["cell_type"] == "markdown" and cell["id"].startswith(prefix):
+                text = re.sub(r"\{(glue:text|doc|download)\}`[^`]+`", "", "".join(cell["source"]))
+                text = re.sub(r"`[^`]*`", "", text)
+                assert not re.search(r"(?<![\w-])\d", text), (name, text[:200])
+
+
+def test_every_look_follows_a_guess():
+    for name in NOTEBOOKS:
+        guessed, looks = False, 0
+        for cell in NOTEBOOKS[name]["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code" and re.search(r"\b(questions|lessons)\.ask\(", source):
+                guessed = True
+            if "hide-output" in cell.get("metadata", {}).get("tags", []) and "show_verdict" in source:
+                assert guessed, (name, source[:80])
+                guessed = False
+                looks += 1
+        assert looks >= 1, name
+
+
+def test_every_download_link_is_a_recorded_report():
+    for name, nb in NOTEBOOKS.items():
+        links = re.findall(r"\{download\}`[^<`]*<([^>]+)>`", "".join("".join(c["source"]) for c in nb["cells"]))
+        assert links, name
+        for link in links:
+            path = ROOT / "notebooks" / link
+            assert path.exists() and path.suffix == ".ncu-rep", (name, link)
+            assert path.stem in {r["name"] for r in PROVENANCE["recorded"] if r.get("report_kept")}
+
+
+# ------------------------------------------------------------------ the live path, with fakes
+# No GPU here: ncu and torch.cuda are stood in for by the recordings, so that the live code path
+# (progress bar, cache, provenance, one GPU per page) runs as it would; the GPU session runs it
+# for real (`python -m pytest -m gpu tests/test_ncu.py` and the notebooks, with ncu on PATH).
+
+class _Props:
+    name, major, minor, multi_processor_count = PROVENANCE["gpu"], 9, 0, PROVENANCE["sm_count"]
+
+
+@pytest.fixture
+def fake_live(monkeypatch, tmp_path):
+    import helpers.pages.counters as module
+    import helpers.profiling.capture as capture
+    calls = []
+
+    def measure_stage(stage, shape, out):
+        calls.append(stage)
+        table = ncu.load(stage, shape)
+        (out / f"{ncu.recording_name(stage, shape)}.csv").write_bytes(table.attrs["csv"].read_bytes())
+        return table
+
+    def measure_calibration(dtype, m, n, k, out):
+        name = ncu.calibration_name(dtype, m, n, k)
+        calls.append(name)
+        (out / f"{name}.csv").write_bytes((NCU_DIR / f"{name}.csv").read_bytes())
+        return ncu.kernels(ncu.read_csv(NCU_DIR / f"{name}.csv"))
+
+    monkeypatch.setenv("ATTN_PROFILED_NCU_CACHE", str(tmp_path))
+    monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
+    monkeypatch.setattr(ncu, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/local/cuda/bin/ncu")
+    monkeypatch.setattr(ncu, "version", lambda exe: PROVENANCE["ncu"])
+    monkeypatch.setattr(ncu, "measure_stage", measure_stage)
+    monkeypatch.setattr(ncu, "measure_calibration", measure_calibration)
+    monkeypatch.setattr(capture, "driver_version", lambda: PROVENANCE["driver"])
+    monkeypatch.setattr("torch.cuda.get_device_properties", lambda i: _Props())
+    monkeypatch.setattr(module, "cache_dir", lambda gpu, torch_version: tmp_path / "cache")
+    (tmp_path / "cache").mkdir()
+    return calls
+
+
+def test_live_counters_run_ncu_once_per_forward_and_reuse_the_cache(fake_live, capsys):
+    first = counters.collect(["sdpa_flash", "sdpa_cudnn"])
+    assert first.mode == "live" and first.gpu == PROVENANCE["gpu"]
+    assert fake_live == [c["name"] for c in PROVENANCE["calibration"]] + ["sdpa_flash", "sdpa_cudnn"]
+    assert "Measured live with ncu" in capsys.readouterr().out
+    fake_live.clear()
+    again = counters.collect(["sdpa_flash", "sdpa_cudnn", "naive"])
+    assert fake_live == ["naive"]   # the rest came from this machine's earlier run
+    assert "earlier run" in capsys.readouterr().out
+    for key, table in first.kernels.items():
+        assert list(table["dram_bytes"]) == list(again.kernels[key]["dram_bytes"])
+
+
+def test_a_stage_that_fails_live_sends_the_page_to_the_recording(fake_live, monkeypatch, capsys):
+    def fails(stage, shape, out):
+        raise RuntimeError("ncu failed on sdpa_flash (exit 1): No available kernel")
+    monkeypatch.setattr(ncu, "measure_stage", fails)
+    c = counters.collect(["sdpa_flash"])
+    line = capsys.readouterr().out
+    assert c.mode == "replay" and "sdpa_flash did not run under ncu" in line
+
+
+def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(monkeypatch):
+    from helpers.profiling import ceilings
+    c = counters.collect(["sdpa_flash"], mode="replay", quiet=True)
+    recorded = ceilings.load()
+    mine = recorded.copy()
+    mine["value"] = mine["value"] / 4
+    monkeypatch.setattr(roofline, "resolve_mode", lambda mode="auto": "live")
+    monkeypatch.setattr(ceilings, "measure", lambda: mine)
+    monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "NVIDIA L4")
+    roof = roofline.load_ceilings(c, quiet=True)
+    assert roof["gpu"] == PROVENANCE["gpu"] and roof["mode"] == "replay"
+    assert roof["live"]["gpu"] == "NVIDIA L4" and roof["live"]["matmul TFLOP/s"] == roof["matmul TFLOP/s"] / 4
+    table = roofline.ceilings_table(roof)
+    assert set(table["measured on"]) == {f"{PROVENANCE['gpu']} (replay)", "NVIDIA L4 (live)"}
