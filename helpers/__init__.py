@@ -41,6 +41,7 @@ MODULES = {
     "occupancy_lessons": "helpers.occupancy.lessons",
     "occupancy_calculator": "helpers.occupancy.browser",
     "breakdown": "helpers.pages.breakdown",
+    "own_model": "helpers.pages.own_model",
 }
 # functions that load on first use: profile_code imports torch, `import helpers` does not
 FUNCTIONS = {"profile_code": "helpers.profiling.own_code"}

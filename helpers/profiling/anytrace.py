@@ -73,7 +73,8 @@ def read_document(path: str | Path, show_progress: bool | None = None) -> dict:
         raise TraceError(f"{path} is not a text file of JSON (byte {err.start} is not UTF-8): "
                          f"not a trace torch.profiler wrote.") from err
     except json.JSONDecodeError as err:
-        ends_early = err.pos >= len(data.rstrip()) - 1
+        # the document stops mid-way: at its last byte, or inside a string that never closes
+        ends_early = err.pos >= len(data.rstrip()) - 1 or err.msg.startswith("Unterminated string")
         why = "it ends early, truncated" if ends_early else f"line {err.lineno}, column {err.colno}: {err.msg}"
         raise TraceError(f"{path} is not valid JSON ({why}). A trace torch.profiler wrote is a JSON "
                          f"document; copy it again, whole.") from err

@@ -49,12 +49,15 @@ def _device_facts() -> dict:
 
 def profile_code(fn: Callable, *args: Any, annotation: str = "my_code", steps: int = 3,
                  no_grad: bool = False, warmup_calls: int = WARMUP_CALLS, record_shapes: bool = True,
-                 progress: bool | None = None, quiet: bool = False, **kwargs: Any) -> Profile:
+                 progress: bool | None = None, quiet: bool = False, profiler_options: dict | None = None,
+                 **kwargs: Any) -> Profile:
     """Profile `fn(*args, **kwargs)` live and return its `Profile`.
 
     `annotation` names the `record_function` region around each call (the CPU tables look inside
     it); `steps` active profiler steps, one call each; `no_grad=True` runs every call under
-    `torch.no_grad()`. The keyword arguments this function takes are not passed to `fn`: to pass
+    `torch.no_grad()`; `profiler_options` go to `torch.profiler.profile` as they are (`with_stack`,
+    `profile_memory`, `experimental_config`, ...). The keyword arguments this function takes are
+    not passed to `fn`: to pass
     one of the same name, wrap `fn` with `functools.partial`. A progress bar shows when the calls
     take more than a moment (`progress=False`: never)."""
     if not callable(fn):
@@ -80,7 +83,8 @@ def profile_code(fn: Callable, *args: Any, annotation: str = "my_code", steps: i
         sync()
         path = Path(tmp) / "trace.json"
         with profile(activities=activities, schedule=schedule(**plan), record_shapes=record_shapes,
-                     on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+                     on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+                     **(profiler_options or {})) as prof:
             for _ in range(sum(plan.values())):
                 with grad(), record_function(annotation):
                     fn(*args, **kwargs)
