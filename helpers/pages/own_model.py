@@ -12,7 +12,8 @@ import ipywidgets as w
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from ..profiling.own_model import get_experiment
+from ..profiling.own_model import (EXPERIMENTS, available, get_experiment, make_step,  # noqa: F401 - the chapter's API
+                                   profile_experiment, recording)
 from ..profiling.profile import Profile
 from . import breakdown
 from .prose import glue
@@ -126,6 +127,27 @@ def glue_step(prof: Profile, prefix: str) -> dict:
     for key, value in values.items():
         glue(f"{prefix}_{key}", value)
     return values
+
+
+def profile(name: str, mode: str = "auto") -> Profile | None:
+    """The experiment's Profile (live or replayed, with its banner); None, with the reason, where
+    it has none here (the Hugging Face model, without transformers and without a recording)."""
+    if not available(name):
+        e = get_experiment(name)
+        print(f"{e.title} ({name}): no recording here, and it cannot run live"
+              + (f" ({e.needs} is not installed)." if e.needs else " (no CUDA GPU)."))
+        return None
+    return profile_experiment(name, mode)
+
+
+def overview(prof: Profile | None) -> None:
+    """A model's step in three views: the breakdown with its verdict, the top kernels, the ops."""
+    if prof is None:
+        display(Markdown("*Nothing to show here: see the line above.*"))
+        return
+    display(breakdown.compare([prof]))
+    display(breakdown.top_kernels(prof, n=8))
+    display(breakdown.kernels_per_op(prof, n=8))
 
 
 def timeline_explorer(prof: Profile) -> w.VBox:

@@ -68,7 +68,8 @@ def read_document(path: str | Path, show_progress: bool | None = None) -> dict:
     if not data.strip():
         raise TraceError(f"{path} is empty: 0 bytes of JSON. The profiler wrote nothing there.")
     try:
-        document = json.loads(data)
+        with trace.paused_gc():
+            document = json.loads(data)
     except UnicodeDecodeError as err:
         raise TraceError(f"{path} is not a text file of JSON (byte {err.start} is not UTF-8): "
                          f"not a trace torch.profiler wrote.") from err

@@ -77,29 +77,53 @@ def idle_gaps(events: pd.DataFrame) -> pd.DataFrame:
     }, columns=GAP_COLUMNS)
 
 
-def window_breakdown(events: pd.DataFrame) -> dict:
-    """Span, busy, compute and idle by cause of one set of GPU events (one step, or several)."""
-    if events.empty:
+def _figures(start: np.ndarray, end: np.ndarray, kernel: np.ndarray, launch: np.ndarray) -> dict:
+    """The breakdown of one set of GPU events, given as arrays (see window_breakdown)."""
+    if len(start) == 0:
         zeros = dict.fromkeys(["span_us", "busy_us", "compute_us", "idle_us", "host_wait_us",
                                "other_wait_us", "unknown_wait_us"], 0.0)
         return {"gpu_events": 0, "start_us": np.nan, "end_us": np.nan, **zeros,
                 **dict.fromkeys(["busy_pct", "idle_pct", "host_wait_pct", "other_wait_pct"], np.nan)}
-    lo, hi = float(events["start_us"].min()), float(events["end_us"].max())
-    span, busy = hi - lo, busy_us(events)
-    gaps = idle_gaps(events)
-    by_cause = gaps.groupby("cause")["idle_us"].sum()
-    row = {"gpu_events": len(events), "start_us": lo, "end_us": hi, "span_us": span, "busy_us": busy,
-           "compute_us": busy_us(events[events["category"] == "kernel"]),
+    lo, hi = float(start.min()), float(end.max())
+    s, e = merged(start, end)
+    busy = float((e - s).sum())
+    ks, ke = merged(start[kernel], end[kernel])
+    # gaps: the event that ends each one is the earliest to start, of those the earliest launched
+    order = np.lexsort((np.where(np.isnan(launch), np.inf, launch), start))
+    s_sorted, reach = start[order], np.maximum.accumulate(end[order])
+    after = np.flatnonzero(s_sorted[1:] > reach[:-1]) + 1
+    gap = s_sorted[after] - reach[after - 1]
+    launched = launch[order][after]
+    host = float(gap[launched > reach[after - 1]].sum())
+    other = float(gap[launched <= reach[after - 1]].sum())
+    unknown = float(gap[np.isnan(launched)].sum())
+    span = hi - lo
+    row = {"gpu_events": len(start), "start_us": lo, "end_us": hi, "span_us": span, "busy_us": busy,
+           "compute_us": float((ke - ks).sum()),
            # the complement, not the gaps' sum, so that busy + idle is the span to the last bit
-           "idle_us": span - busy,
-           "host_wait_us": float(by_cause.get("host", 0.0)), "other_wait_us": float(by_cause.get("gpu", 0.0)),
-           "unknown_wait_us": float(by_cause.get("unknown", 0.0))}
+           "idle_us": span - busy, "host_wait_us": host, "other_wait_us": other, "unknown_wait_us": unknown}
     for key in ("busy", "idle", "host_wait", "other_wait"):
         row[f"{key}_pct"] = 100 * row[f"{key}_us"] / span if span > 0 else np.nan
     return row
 
 
+def _arrays(events: pd.DataFrame) -> tuple[np.ndarray, ...]:
+    return (events["start_us"].to_numpy(float), events["end_us"].to_numpy(float),
+            (events["category"] == "kernel").to_numpy(bool),
+            events["launch_start_us"].to_numpy(float))
+
+
+def window_breakdown(events: pd.DataFrame) -> dict:
+    """Span, busy, compute and idle by cause of one set of GPU events (one step, or several)."""
+    return _figures(*_arrays(events))
+
+
 def step_breakdown(gpu: pd.DataFrame, steps) -> pd.DataFrame:
     """One row per step: its GPU window, busy and idle time, idle by cause (BREAKDOWN_COLUMNS)."""
-    rows = [{"step": step, **window_breakdown(gpu[gpu["step"] == step])} for step in steps]
+    start, end, kernel, launch = _arrays(gpu)
+    values = gpu["step"].to_numpy(dtype=float, na_value=np.nan)
+    rows = []
+    for step in steps:
+        at = np.flatnonzero(values == step)
+        rows.append({"step": step, **_figures(start[at], end[at], kernel[at], launch[at])})
     return pd.DataFrame(rows, columns=BREAKDOWN_COLUMNS)

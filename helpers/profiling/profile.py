@@ -117,15 +117,18 @@ class Profile:
 
     @cached_property
     def _gpu(self) -> pd.DataFrame:
-        return trace.gpu_events(self._parsed, self._launches)
+        with trace.paused_gc():
+            return trace.gpu_events(self._parsed, self._launches)
 
     @cached_property
     def _cpu(self) -> pd.DataFrame:
-        return trace.cpu_ops(self._parsed, self.annotation)
+        with trace.paused_gc():
+            return trace.cpu_ops(self._parsed, self.annotation)
 
     @cached_property
     def _launches(self) -> pd.DataFrame:
-        return trace.launches(self._parsed)
+        with trace.paused_gc():
+            return trace.launches(self._parsed)
 
     @cached_property
     def per_step(self) -> pd.DataFrame:
@@ -160,7 +163,8 @@ class Profile:
         """GPU events of one forward with each name decoded."""
         from .names import decode_frame
         events = self.gpu_events(step)
-        decoded = decode_frame(events["name"]).drop(columns=["name"])
+        with trace.paused_gc():
+            decoded = decode_frame(events["name"]).drop(columns=["name"])
         return pd.concat([events, decoded.set_index(events.index)], axis=1)
 
     def cpu_ops(self, step: int | None | str = None) -> pd.DataFrame:

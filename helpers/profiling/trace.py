@@ -18,7 +18,9 @@ table from it, so a trace of 100,000 events costs one walk over them, not one pe
 """
 from __future__ import annotations
 
+import gc
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +50,20 @@ PER_STEP_COLUMNS = ["step", "gpu_events", "kernels", "memcpys", "memsets", "gpu_
                     "cpu_time_us", "aten_ops"]
 
 
+@contextmanager
+def paused_gc():
+    """Python's cycle collector off while a trace's events are read and sorted: they are a
+    hundred thousand dicts and lists, none in a cycle, and every few hundred allocations the
+    collector would walk them all again (it took most of a large trace's load time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class MalformedEvent(ValueError):
     """A complete ("X") event without a number for `ts` or `dur`: the trace is not usable as it is."""
 
@@ -74,6 +90,11 @@ def _number(e: dict, key: str, index: int) -> float:
 
 def parse(events: list[dict]) -> Parsed:
     """Sort the complete events into host ops, launch calls and GPU events, in one pass."""
+    with paused_gc():
+        return _parse(events)
+
+
+def _parse(events: list[dict]) -> Parsed:
     host = {k: [] for k in ("name", "category", "start_us", "dur_us", "external_id", "tid", "input_dims")}
     calls = {k: [] for k in ("name", "category", "start_us", "dur_us", "correlation", "tid")}
     gpu = {k: [] for k in ("name", "category", "start_us", "dur_us", "args")}
@@ -177,6 +198,34 @@ def _host_frame(parsed: Parsed) -> pd.DataFrame:
     return frame
 
 
+def _inside_annotation(frame: pd.DataFrame, annotation: str) -> tuple[pd.DataFrame | None, pd.DataFrame]:
+    """The ops inside each `annotation` region: on the region's own thread, and on the others.
+
+    Regions that do not overlap (the usual case: one per step) are found for every op at once,
+    by a binary search of the regions' starts; overlapping ones one region at a time."""
+    roots = frame[frame["name"] == annotation]
+    if roots.empty:
+        return None, frame.iloc[:0]
+    starts, ends, tids = (frame[c].to_numpy() for c in ("start_us", "end_us", "tid"))
+    order = np.argsort(roots["start_us"].to_numpy(dtype=float), kind="stable")
+    r_start = roots["start_us"].to_numpy(dtype=float)[order]
+    r_end = roots["end_us"].to_numpy(dtype=float)[order]
+    r_tid = roots["tid"].to_numpy()[order]
+    if (r_start[1:] <= r_end[:-1] + NEST_SLACK_US).any():
+        kept, others = [], []
+        for root in roots.itertuples():
+            window = (starts >= root.start_us) & (ends <= root.end_us + NEST_SLACK_US)
+            kept.append(frame[window & (tids == root.tid)])
+            others.append(frame[window & (tids != root.tid)])
+        return pd.concat(kept), pd.concat(others)
+    at = np.searchsorted(r_start, starts.astype(float), side="right") - 1
+    found = at >= 0
+    at = np.where(found, at, 0)
+    inside = found & (starts >= r_start[at]) & (ends <= r_end[at] + NEST_SLACK_US)
+    same = tids == r_tid[at]
+    return frame[inside & same], frame[inside & ~same]
+
+
 def cpu_ops(events: list[dict] | Parsed, annotation: str | None = ANNOTATION) -> pd.DataFrame:
     """Host ops inside each step's `annotation` (at depth 0), with their nesting.
 
@@ -190,19 +239,13 @@ def cpu_ops(events: list[dict] | Parsed, annotation: str | None = ANNOTATION) ->
     if annotation is None:
         frame = _nest(frame[frame["step"].notna()])
     else:
-        kept, others = [], []
-        starts, ends, tids = (frame[c].to_numpy() for c in ("start_us", "end_us", "tid"))
-        for root in frame[frame["name"] == annotation].itertuples():
-            window = (starts >= root.start_us) & (ends <= root.end_us + NEST_SLACK_US)
-            kept.append(frame[window & (tids == root.tid)])
-            others.append(frame[window & (tids != root.tid)])
-        if not kept:
+        kept, others = _inside_annotation(frame, annotation)
+        if kept is None:
             return pd.DataFrame(columns=CPU_OP_COLUMNS)
-        frame = _nest(pd.concat(kept))
-        others = [o for o in others if len(o)]
-        if others:
+        frame = _nest(kept)
+        if len(others):
             # another thread's ops run inside the annotation: one level below it, per thread
-            others = _nest(pd.concat(others).drop_duplicates(["tid", "start_us", "dur_us", "name"]))
+            others = _nest(others.drop_duplicates(["tid", "start_us", "dur_us", "name"]))
             others["parent"] = others["parent"].where(others["depth"] > 0, annotation)
             others["depth"] += 1
             frame = pd.concat([frame, others])
@@ -273,7 +316,12 @@ def _dims(value) -> tuple | None:
 
 
 def _product(dims: tuple | None) -> int | None:
-    return int(np.prod(dims)) if dims else None
+    if not dims:
+        return None
+    out = 1
+    for d in dims:
+        out *= d
+    return out
 
 
 def gpu_events(events: list[dict] | Parsed, launch_table: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -315,6 +363,16 @@ def gpu_events(events: list[dict] | Parsed, launch_table: pd.DataFrame | None = 
     return frame[GPU_EVENT_COLUMNS].sort_values("start_us", ignore_index=True)
 
 
+def _positions(steps: pd.Series) -> dict:
+    """Row positions of each step, in row order (a stable sort: the tables' own order is kept)."""
+    values = steps.to_numpy(dtype=float, na_value=np.nan)
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    keys, first = np.unique(ordered[~np.isnan(ordered)], return_index=True)
+    bounds = list(first) + [int((~np.isnan(ordered)).sum())]
+    return {int(k): order[bounds[i]:bounds[i + 1]] for i, k in enumerate(keys)}
+
+
 def per_step(events: list[dict] | Parsed, annotation: str | None = ANNOTATION, gpu: pd.DataFrame | None = None,
              ops: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per step: GPU event counts, GPU time, CPU time and aten op count.
@@ -324,23 +382,27 @@ def per_step(events: list[dict] | Parsed, annotation: str | None = ANNOTATION, g
     parsed = events if isinstance(events, Parsed) else parse(events)
     gpu = gpu_events(parsed) if gpu is None else gpu
     ops = cpu_ops(parsed, annotation) if ops is None else ops
+    g_at, o_at = _positions(gpu["step"]), _positions(ops["step"])
+    category = gpu["category"].to_numpy()
+    g_start, g_end = gpu["start_us"].to_numpy(dtype=float), gpu["end_us"].to_numpy(dtype=float)
+    g_dur = gpu["dur_us"].to_numpy(dtype=float)
+    o_dur = ops["dur_us"].to_numpy(dtype=float)
+    is_root = ((ops["depth"] == 0) & (ops["name"] == annotation)).to_numpy(dtype=bool)
+    is_aten = ops["name"].astype(str).str.startswith("aten::").to_numpy(dtype=bool)
+    empty = np.array([], dtype=int)
     rows = []
     for step, step_dur in zip(parsed.steps["step"], parsed.steps["dur_us"]):
-        g = gpu[gpu["step"] == step]
-        o = ops[ops["step"] == step]
-        if annotation is None:
-            cpu_time = float(step_dur)
-        else:
-            cpu_time = float(o.loc[(o["depth"] == 0) & (o["name"] == annotation), "dur_us"].sum())
+        g, o = g_at.get(int(step), empty), o_at.get(int(step), empty)
+        roots = o[is_root[o]]
         rows.append({
             "step": step,
             "gpu_events": len(g),
-            "kernels": int((g["category"] == "kernel").sum()),
-            "memcpys": int((g["category"] == "memcpy").sum()),
-            "memsets": int((g["category"] == "memset").sum()),
-            "gpu_time_us": float(g["dur_us"].sum()),
-            "gpu_span_us": float(g["end_us"].max() - g["start_us"].min()) if len(g) else 0.0,
-            "cpu_time_us": cpu_time,
-            "aten_ops": int(o["name"].str.startswith("aten::").sum()),
+            "kernels": int((category[g] == "kernel").sum()),
+            "memcpys": int((category[g] == "memcpy").sum()),
+            "memsets": int((category[g] == "memset").sum()),
+            "gpu_time_us": float(g_dur[g].sum()),
+            "gpu_span_us": float(g_end[g].max() - g_start[g].min()) if len(g) else 0.0,
+            "cpu_time_us": float(step_dur) if annotation is None else float(o_dur[roots].sum()),
+            "aten_ops": int(is_aten[o].sum()),
         })
     return pd.DataFrame(rows, columns=PER_STEP_COLUMNS)
