@@ -385,3 +385,36 @@ def test_top_kernels_and_kernels_per_op_add_up_to_the_step():
     assert per_op["GPU events"].sum() == len(k)
     for op, group in k.groupby("top_aten_op"):
         assert per_op.set_index("op").loc[op, "GPU events"] == len(group)
+
+
+# --- on the GPU ---------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_profile_code_on_the_gpu_matches_the_raw_events(tmp_path):
+    from test_trace import independent_view
+    layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True, device="cuda", dtype=torch.bfloat16).eval()
+    x = torch.randn(8, 128, 512, device="cuda", dtype=torch.bfloat16)
+    prof = profile_code(layer, x, annotation="layer", no_grad=True, quiet=True)
+    path = prof.save(tmp_path / "layer.json.gz")
+    steps, gpu, *_ = independent_view(path)
+    table = prof.per_step.set_index("step")
+    assert sorted(steps) == prof.steps
+    for step in steps:
+        assert table.loc[step, "gpu_events"] == len(gpu[step]) > 0
+    expected = independent_breakdown(raw_document(path)["traceEvents"])
+    got = breakdown.gpu_breakdown(prof).set_index("step")
+    for step, want in expected.items():
+        assert got.loc[step, "busy_us"] == pytest.approx(want["busy"], abs=1e-3)
+    assert_same_tables(quiet_load(path), prof)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["encoder_forward", "encoder_train_step"])
+def test_an_experiment_live_and_replayed_have_the_same_tables_and_threads(name):
+    from helpers.profiling.own_model import profile_experiment
+    live, replayed = profile_experiment(name, mode="live", quiet=True), profile_experiment(name, mode="replay", quiet=True)
+    assert live.annotation == replayed.annotation == name
+    for table in FRAMES:
+        assert list(getattr(live, table)().columns) == list(getattr(replayed, table)().columns)
+    assert list(live.per_step.columns) == list(replayed.per_step.columns)
+    assert len(live.gpu_events()) > 0
