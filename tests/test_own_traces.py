@@ -312,6 +312,8 @@ def independent_breakdown(events: list[dict]) -> dict:
     """Per step from the raw events, plain loops: span, busy, and the idle split by cause."""
     steps = {int(m.group(1)): (e["ts"], e["ts"] + e["dur"]) for e in events
              if e.get("ph") == "X" and (m := re.fullmatch(r"ProfilerStep#(\d+)", e.get("name", "")))}
+    if not steps:  # no ProfilerStep# rows: every launch of the trace is in its one step
+        steps = {trace.WHOLE_TRACE_STEP: (-math.inf, math.inf)}
     launch = {}
     for e in events:
         if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and LAUNCH.match(e["name"]):
@@ -418,3 +420,14 @@ def test_an_experiment_live_and_replayed_have_the_same_tables_and_threads(name):
         assert list(getattr(live, table)().columns) == list(getattr(replayed, table)().columns)
     assert list(live.per_step.columns) == list(replayed.per_step.columns)
     assert len(live.gpu_events()) > 0
+
+
+@pytest.mark.parametrize("path", OWN, ids=lambda p: p.name)
+def test_every_kernel_of_the_own_model_traces_is_decoded(path):
+    k = quiet_load(path).kernels("all")
+    assert len(k) and not (k["kind"] == "unknown").any(), set(k.loc[k["kind"] == "unknown", "name"])
+    # a foreach kernel reads as the _foreach_ op that launched it (AdamW's update, op by op)
+    foreach = k[k["aten_op"].fillna("").str.startswith("aten::_foreach_")]
+    for op, summary in zip(foreach["aten_op"], foreach["summary"]):
+        name = op.removeprefix("aten::_foreach_").rstrip("_")
+        assert summary.startswith(f"ATen foreach {name} "), (op, summary)
