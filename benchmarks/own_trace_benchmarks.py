@@ -36,9 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 OWN = ROOT / "notebooks" / "traces" / "h200" / "own_model"
 DATA = ROOT / "benchmarks" / "data"
-DEFAULT_TRACES = [OWN / "encoder_forward.json.gz", OWN / "encoder_train_step_big.json.gz",
-                  DATA / "encoder12_train.json.gz"]
 BIG = DATA / "encoder_100k.json.gz"
+# three transformer traces (a training step, a Hugging Face forward, a 12-layer training step),
+# then the 100,000-event one
+DEFAULT_TRACES = [OWN / "encoder_train_step.json.gz", OWN / "hf_gpt2_forward.json.gz",
+                  DATA / "encoder12_train.json.gz", BIG]
 
 
 def run_json(cmd: list[str], env: dict | None = None) -> dict:

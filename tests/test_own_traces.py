@@ -431,3 +431,21 @@ def test_every_kernel_of_the_own_model_traces_is_decoded(path):
     for op, summary in zip(foreach["aten_op"], foreach["summary"]):
         name = op.removeprefix("aten::_foreach_").rstrip("_")
         assert summary.startswith(f"ATen foreach {name} "), (op, summary)
+
+
+@pytest.mark.parametrize("path", [p for p in OWN if "train" in p.name], ids=lambda p: p.name)
+def test_launches_on_autograds_thread_are_tied_to_that_threads_ops(path):
+    """A training step launches from two threads; each launch's op comes from its own thread."""
+    events = raw_document(path)["traceEvents"]
+    ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    calls = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")
+             and LAUNCH.match(e["name"])]
+    assert len({c["tid"] for c in calls}) > 1, "the backward thread launches too"
+    table = quiet_load(path).launches("all").set_index("correlation")
+    for call in calls:
+        holding = sorted((o for o in ops if o["tid"] == call["tid"] and o["ts"] <= call["ts"]
+                          and o["ts"] + o["dur"] >= call["ts"] + call["dur"]), key=lambda o: (o["ts"], -o["dur"]))
+        row = table.loc[call["args"]["correlation"]]
+        assert row["tid"] == call["tid"]
+        assert row["aten_op"] == (holding[-1]["name"] if holding else None)
+        assert row["top_aten_op"] == (holding[0]["name"] if holding else None)

@@ -115,6 +115,8 @@ def glue_step(prof: Profile, prefix: str) -> dict:
     b = breakdown.gpu_breakdown(prof).set_index("step").loc[step]
     s = prof.per_step.set_index("step").loc[step]
     top = breakdown.top_kernels(prof, n=1).iloc[0]
+    per_op = breakdown.kernels_per_op(prof, n=None)
+    k = prof.kernels(step)
     values = {
         "gpu_events": int(s["gpu_events"]), "kernels": int(s["kernels"]),
         "gpu_us": round(float(s["gpu_time_us"]), 1), "cpu_us": round(float(s["cpu_time_us"]), 1),
@@ -123,6 +125,11 @@ def glue_step(prof: Profile, prefix: str) -> dict:
         "other_wait_pct": round(float(b["other_wait_pct"]), 1), "verdict": breakdown.verdict(prof),
         "bound": bound_of(prof), "top_kind": top["kind"], "top_pct": float(top["% of GPU time"]),
         "aten_ops": int(s["aten_ops"]), "gpu": prof.provenance.gpu,
+        # the op that launched the most GPU time (the outermost: the line of code), and how many
+        # ops launched anything at all
+        "top_op": per_op.iloc[0]["op"], "launching_ops": len(per_op),
+        "median_kernel_us": round(float(k.loc[k["category"] == "kernel", "dur_us"].median()), 1),
+        "threads": int(prof.cpu_ops(step)["tid"].nunique()),
     }
     for key, value in values.items():
         glue(f"{prefix}_{key}", value)
