@@ -36,7 +36,7 @@ def main() -> int:
         # HTA reads a folder of rank files; one rank, this file
         path = Path(tmp) / ("rank-0." + "".join(Path(args.trace).suffixes).lstrip("."))
         shutil.copy(args.trace, path)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         try:
             analysis = TraceAnalysis(trace_files={0: str(path)}, trace_dir=tmp,
                                      include_last_profiler_step=args.include_last)
@@ -58,6 +58,7 @@ def main() -> int:
         except Exception as err:  # noqa: BLE001
             out["idle_error"] = f"{type(err).__name__}: {err}"
         out["seconds"] = time.perf_counter() - started
+        out["cpu_seconds"] = time.process_time() - cpu_started
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out, default=str))
     return 0

@@ -36,7 +36,7 @@ def main() -> int:
     from helpers.profiling.breakdown import window_breakdown
 
     out: dict = {"rss_before_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}  # imports done
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prof = load_trace(args.trace, progress=False, quiet=True)
@@ -45,6 +45,7 @@ def main() -> int:
               "launches": prof.launches("all"), "kernels": prof.kernels("all"),
               "breakdown": breakdown.gpu_breakdown(prof)}
     out["seconds"] = time.perf_counter() - started
+    out["cpu_seconds"] = time.process_time() - cpu_started
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["events"] = len(prof.events)
     out["rows"] = {k: len(v) for k, v in tables.items()}

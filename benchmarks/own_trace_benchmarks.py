@@ -131,8 +131,10 @@ def main() -> int:
         if "error" in first:
             sys.exit(f"our side failed on {trace}:\n{first['error']}")
         ours_s = statistics.median(r["seconds"] for r in runs_ours)
+        ours_cpu = statistics.median(r["cpu_seconds"] for r in runs_ours)
         hta_ok = [r for r in runs_hta if "seconds" in r]
         hta_s = statistics.median(r["seconds"] for r in hta_ok) if hta_ok else None
+        hta_cpu = statistics.median(r["cpu_seconds"] for r in hta_ok) if hta_ok else None
         entry = {
             "events": first["events"], "steps": first["steps"], "rows": first["rows"],
             "ours_seconds": ours_s, "ours_seconds_all": [r["seconds"] for r in runs_ours],
@@ -142,6 +144,8 @@ def main() -> int:
             "hta_peak_rss_mb": max((r["peak_rss_mb"] for r in hta_ok), default=None),
             "hta_rss_growth_mb": max((r["peak_rss_mb"] - r["rss_before_mb"] for r in hta_ok), default=None),
             "speedup": hta_s / ours_s if hta_s else None,
+            "ours_cpu_seconds": ours_cpu, "hta_cpu_seconds": hta_cpu,
+            "cpu_speedup": hta_cpu / ours_cpu if hta_cpu else None,
             "hta_errors": sorted({r.get("temporal_error") or r.get("error") for r in runs_hta} - {None}),
             "figures_vs_hta": compare_figures(first["scopes"], runs_hta[0]),
             "figures_vs_hta_with_its_rounding": compare_figures(first["scopes_hta_rounding"], runs_hta[0]),
@@ -151,9 +155,10 @@ def main() -> int:
             "verdicts": first["verdicts"],
         }
         report["traces"][trace.name] = entry
-        print(f"{trace.name}: {first['events']} events, ours {ours_s:.2f} s, HTA "
-              f"{'failed' if hta_s is None else f'{hta_s:.2f} s'}"
-              + (f", {entry['speedup']:.1f}x" if entry["speedup"] else ""), flush=True)
+        print(f"{trace.name}: {first['events']} events, ours {ours_s:.2f} s ({ours_cpu:.2f} s CPU), HTA "
+              f"{'failed' if hta_s is None else f'{hta_s:.2f} s ({hta_cpu:.2f} s CPU)'}"
+              + (f", {entry['speedup']:.1f}x wall, {entry['cpu_speedup']:.1f}x CPU" if entry["speedup"] else ""),
+              flush=True)
     if BIG.exists():
         with tempfile.TemporaryDirectory() as tmp:
             html = Path(tmp) / "figures.html"
@@ -184,14 +189,17 @@ def fmt(v, digits=2):
 
 def markdown(report: dict) -> str:
     lines = [f"# Own traces: ours against HTA {report.get('hta_version', '0.5.0')}", "",
-             f"{report['machine']}; load average at start {', '.join(f'{x:.1f}' for x in report['load_average_at_start'])}; "
-             f"median of {report['repeat']} fresh processes each, imports excluded.", "",
+             f"{report['machine']}, shared with other work: load average at start "
+             f"{', '.join(f'{x:.1f}' for x in report['load_average_at_start'])}. Median of {report['repeat']} fresh "
+             f"processes each, alternating, imports excluded; wall seconds, and CPU seconds of the process "
+             f"(less sensitive to the other work on the machine).", "",
              "Memory: peak RSS growth of the process from the end of its imports (ours imports torch through `helpers`; HTA does not).", "",
-             "| trace | events | ours s | HTA s | HTA / ours | ours RSS growth MB | HTA RSS growth MB | HTA errors |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| trace | events | ours s | HTA s | HTA / ours | ours CPU s | HTA CPU s | HTA / ours (CPU) | ours RSS growth MB | HTA RSS growth MB | HTA errors |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, e in report["traces"].items():
         lines.append(f"| {name} | {e['events']:,} | {fmt(e['ours_seconds'])} | {fmt(e['hta_seconds'])} | "
-                     f"{fmt(e['speedup'], 1)} | {fmt(e['ours_rss_growth_mb'], 0)} | {fmt(e['hta_rss_growth_mb'], 0)} | "
+                     f"{fmt(e['speedup'], 1)} | {fmt(e['ours_cpu_seconds'])} | {fmt(e['hta_cpu_seconds'])} | "
+                     f"{fmt(e['cpu_speedup'], 1)} | {fmt(e['ours_rss_growth_mb'], 0)} | {fmt(e['hta_rss_growth_mb'], 0)} | "
                      f"{'; '.join(e['hta_errors']) or '—'} |")
     lines += ["", "Busy and idle over HTA's scope (every step but the last), ours at ns resolution:", "",
               "| trace | comparison | span µs (HTA / ours) | busy µs (HTA / ours) | busy diff % | idle µs (HTA / ours) | idle diff, % of span | compute diff % |",

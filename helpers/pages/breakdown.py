@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from ..profiling import breakdown as bd
 from ..profiling.errors import TraceError
 from ..profiling.profile import Profile
-from .charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
+from .charts import KIND_COLORS, MUTED, SERIES_COLORS, _title
 
 CAUSE_COLORS = {"busy": SERIES_COLORS["GPU time"], "host": SERIES_COLORS["CPU time"],
                 "gpu": KIND_COLORS["masked_fill"], "unknown": MUTED}
@@ -130,10 +130,9 @@ def kernels_per_op(prof: Profile, step: int | None = None, n: int | None = 15) -
         rows.append({"op": op, "GPU events": len(group), "kernels": int((group["category"] == "kernel").sum()),
                      "GPU µs": round(float(group["dur_us"].sum()), 1),
                      "% of GPU time": round(100 * float(group["dur_us"].sum()) / total, 1),
-                     "kinds": ", ".join(f"{kind} ×{count}" for kind, count in kinds.items()),
-                     "first launched at µs": float(group["launch_start_us"].min())})
+                     "kinds": ", ".join(f"{kind} ×{count}" for kind, count in kinds.items())})
     table = pd.DataFrame(rows).sort_values("GPU µs", ascending=False, ignore_index=True)
-    return (table.head(n) if n else table).drop(columns=["first launched at µs"])
+    return table.head(n) if n else table
 
 
 def breakdown_chart(profiles: Profile | Sequence[Profile], step: str | int | None = None) -> go.Figure:
@@ -159,6 +158,7 @@ def breakdown_chart(profiles: Profile | Sequence[Profile], step: str | int | Non
                     hovertemplate="%{y}<br>" + names[key] + ": %{x:.1f}% of the step<extra></extra>")
     fig.update_layout(barmode="stack", xaxis=dict(title="% of the step's GPU span", range=[0, 100]),
                       yaxis=dict(autorange="reversed"), height=200 + 34 * len(labels),
+                      legend=dict(traceorder="normal"),
                       margin=dict(l=20))
     fig.update_yaxes(automargin=True)
     gpus = ", ".join(dict.fromkeys(f"{p.mode} on {p.provenance.gpu}" for p in profiles))
@@ -179,8 +179,3 @@ def compare(profiles: Sequence[Profile]) -> pd.DataFrame:
                      "CPU µs": round(float(s["cpu_time_us"]), 1), "verdict": verdict(prof)})
     return pd.DataFrame(rows)
 
-
-def gap_label(row) -> str:
-    """One gap in words, for hover text."""
-    who = row.top_aten_op if isinstance(row.top_aten_op, str) else "no op"
-    return f"{bd.CAUSES[row.cause]}: {row.idle_us:.1f} µs before {literal(row.next_event)[:80]} ({who})"

@@ -172,7 +172,7 @@ def gpu_and_cpu_time(profiles: Sequence[Profile]) -> go.Figure:
 # the timeline draws at most this many bars per kind of lane (CPU ops, launches, GPU events);
 # above it, lanes are cut to fewer depths and then merged into segments, so that a training
 # step of thousands of events stays a figure a browser draws at once
-TIMELINE_MAX_BARS = 1500
+TIMELINE_MAX_BARS = 1000
 TIMELINE_MAX_DEPTHS = 12   # CPU lanes per thread
 TIMELINE_MAX_LINKS = 300   # dotted launch → event lines, beyond which they are noise
 TIMELINE_RESOLUTION = 800  # segments: events closer than 1/800 of the window merge
@@ -197,6 +197,13 @@ def _segments(frame: pd.DataFrame, resolution: float, kind_column: str | None) -
         top = by_kind.loc[by_kind.groupby("segment")["dur_us"].idxmax()].set_index("segment")
         out["kind"] = top[kind_column]
     return out.reset_index(drop=True)
+
+
+def _density(seg: pd.DataFrame) -> list[float]:
+    """A merged segment's opacity: the share of it its events fill (a faint bar is a mostly idle
+    stretch, not a busy one), never fainter than can be seen."""
+    width = (seg["end_us"] - seg["start_us"]).clip(lower=1e-9)
+    return (seg["total_us"] / width).clip(0.12, 1.0).round(3).tolist()
 
 
 def _thread_labels(prof: Profile, ops: pd.DataFrame) -> dict:
@@ -236,21 +243,31 @@ def timeline(prof: Profile, step: int | None = None, window: tuple[float, float]
                + [t0 + 1]) - t0
     resolution = (window[1] - window[0] if window else span) / TIMELINE_RESOLUTION
 
-    # CPU lanes: one per thread and depth; the deepest go first when there are too many ops
+    # CPU lanes: one per thread and depth (at most TIMELINE_MAX_DEPTHS deep). Too many ops to draw
+    # one by one: each lane's ops merge into segments at the window's resolution (a bar no
+    # narrower than a pixel or two), and the deepest lanes go while the segments overflow
     threads = _thread_labels(prof, ops)
-    depth_limit = min(int(ops["depth"].max()) if len(ops) else 0, TIMELINE_MAX_DEPTHS - 1)
-    while depth_limit > 0 and (ops["depth"] <= depth_limit).sum() > max_bars:
-        depth_limit -= 1
-    hidden = int((ops["depth"] > depth_limit).sum())
-    if hidden:
-        notes.append(f"{hidden:,} ops deeper than depth {depth_limit} hidden")
-    ops = ops[ops["depth"] <= depth_limit]
+    deepest = int(ops["depth"].max()) if len(ops) else 0
+    hidden = int((ops["depth"] >= TIMELINE_MAX_DEPTHS).sum())
+    ops = ops[ops["depth"] < TIMELINE_MAX_DEPTHS]
     lane = lambda tid, d: f"{threads[tid]} {d}"  # noqa: E731
-    cpu_rows = [lane(t, d) for t in threads for d in range(depth_limit + 1)
-                if ((ops["tid"] == t) & (ops["depth"] == d)).any()]
+    seg = None
+    if len(ops) > max_bars:
+        parts = {key: _segments(g, resolution, None).assign(lane=lane(*key), depth=key[1])
+                 for key, g in ops.groupby(["tid", "depth"], sort=True)}
+        per_depth = pd.Series({k[1]: len(v) for k, v in parts.items()}).groupby(level=0).sum().sort_index()
+        fits = per_depth.cumsum() <= max_bars
+        depth_limit = int(per_depth.index[fits].max()) if fits.any() else int(per_depth.index.min())
+        seg = pd.concat([v for k, v in parts.items() if k[1] <= depth_limit], ignore_index=True)
+        hidden += int((ops["depth"] > depth_limit).sum())
+        notes.append(f"{int((ops['depth'] <= depth_limit).sum()):,} CPU ops merged into {len(seg):,} segments")
+        ops = ops[ops["depth"] <= depth_limit]
+    if hidden:
+        notes.append(f"{hidden:,} ops deeper than depth {min(deepest, int(ops['depth'].max()) if len(ops) else 0)} hidden")
+    cpu_rows = [lane(t, d) for t in threads for d in sorted(set(ops.loc[ops["tid"] == t, "depth"]))]
 
     fig = go.Figure()
-    if len(ops) <= max_bars:
+    if seg is None:
         fig.add_bar(
             orientation="h", base=ops["start_us"] - t0, x=ops["dur_us"],
             y=[lane(t, d) for t, d in zip(ops["tid"], ops["depth"])],
@@ -258,15 +275,12 @@ def timeline(prof: Profile, step: int | None = None, window: tuple[float, float]
             opacity=0.85, name="CPU ops", customdata=list(zip(ops["name"].map(literal), ops["self_us"])),
             hovertemplate="%{customdata[0]}<br>%{x:.1f} µs (self %{customdata[1]:.1f} µs)<extra></extra>")
     else:
-        merged = [(_segments(g, resolution, None), lane(t, d)) for (t, d), g in ops.groupby(["tid", "depth"])]
-        seg = pd.concat([m.assign(lane=label) for m, label in merged], ignore_index=True)
-        notes.append(f"{len(ops):,} CPU ops merged into {len(seg):,} segments")
         fig.add_bar(
             orientation="h", base=seg["start_us"] - t0, x=seg["end_us"] - seg["start_us"], y=seg["lane"],
-            marker_color=SERIES_COLORS["CPU time"], opacity=0.85, name="CPU ops (merged)",
+            marker=dict(color=SERIES_COLORS["CPU time"], opacity=_density(seg)), name="CPU ops (merged)",
             customdata=list(zip(seg["events"], seg["name"].map(literal), seg["total_us"])),
-            hovertemplate="%{customdata[0]} ops, the longest %{customdata[1]}<br>%{x:.1f} µs"
-                          "<extra></extra>")
+            hovertemplate="%{customdata[0]} ops, %{customdata[2]:.1f} µs of %{x:.1f} µs; the longest "
+                          "%{customdata[1]}<extra></extra>")
     if len(launches) <= max_bars:
         fig.add_bar(
             orientation="h", base=launches["start_us"] - t0, x=launches["dur_us"], y=["launch"] * len(launches),
@@ -277,8 +291,9 @@ def timeline(prof: Profile, step: int | None = None, window: tuple[float, float]
         notes.append(f"{len(launches):,} launches merged into {len(seg):,} segments")
         fig.add_bar(
             orientation="h", base=seg["start_us"] - t0, x=seg["end_us"] - seg["start_us"], y=["launch"] * len(seg),
-            marker_color=MUTED, name="runtime / driver calls (merged)", customdata=seg["events"],
-            hovertemplate="%{customdata} calls<br>%{x:.1f} µs<extra></extra>")
+            marker=dict(color=MUTED, opacity=_density(seg)), name="runtime / driver calls (merged)",
+            customdata=list(zip(seg["events"], seg["total_us"])),
+            hovertemplate="%{customdata[0]} calls, %{customdata[1]:.1f} µs of %{x:.1f} µs<extra></extra>")
     streams = list(dict.fromkeys(gpu["stream"]))
     gpu_lane = (lambda s: "GPU") if len(streams) <= 1 else (lambda s: f"GPU stream {s}")  # noqa: E731
     gpu_rows = [gpu_lane(s) for s in streams] or ["GPU"]
@@ -292,10 +307,11 @@ def timeline(prof: Profile, step: int | None = None, window: tuple[float, float]
     else:
         seg = pd.concat([_segments(g, resolution, "kind").assign(lane=gpu_lane(s))
                          for s, g in gpu.groupby("stream", sort=False)], ignore_index=True)
-        notes.append(f"{len(gpu):,} GPU events merged into {len(seg):,} segments")
+        notes.append(f"{len(gpu):,} GPU events merged into {len(seg):,} segments, shaded by how busy")
         fig.add_bar(
             orientation="h", base=seg["start_us"] - t0, x=seg["end_us"] - seg["start_us"], y=seg["lane"],
-            marker_color=[KIND_COLORS.get(k, KIND_COLORS["unknown"]) for k in seg["kind"]],
+            marker=dict(color=[KIND_COLORS.get(k, KIND_COLORS["unknown"]) for k in seg["kind"]],
+                        opacity=_density(seg)),
             name="GPU events (merged)",
             customdata=list(zip(seg["events"], seg["total_us"], seg["kind"], seg["name"].map(literal))),
             hovertemplate="%{customdata[0]} GPU events, busy %{customdata[1]:.1f} µs of %{x:.1f} µs, "

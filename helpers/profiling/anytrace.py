@@ -89,11 +89,13 @@ def read_document(path: str | Path, show_progress: bool | None = None) -> dict:
     return document
 
 
-def _check_events(path: Path, events: list) -> None:
+def _check_events(path: Path, events: list, parsed: trace.Parsed) -> None:
     if not events:
         raise TraceError(f"{path} holds no events: an empty trace. Was the code run inside the "
                          f"`with profile(...)` block, and did the schedule reach an active step "
                          f"(call `prof.step()` once per step)?")
+    if parsed.host["name"] or parsed.calls["name"] or parsed.gpu["name"] or not parsed.steps.empty:
+        return  # ops, launches or GPU events: a Kineto trace
     complete = Counter(e.get("cat") for e in events if isinstance(e, dict) and e.get("ph") == "X")
     if not set(complete) & KINETO_CATEGORIES:
         seen = ", ".join(f"{c} ({n})" for c, n in complete.most_common(5)) or "none"
@@ -102,12 +104,12 @@ def _check_events(path: Path, events: list) -> None:
                          f"(complete events by category: {seen}).")
 
 
-def _date(document: dict, events: list[dict]) -> str:
+def _date(document: dict, parsed: trace.Parsed) -> str:
     base = document.get("baseTimeNanoseconds")
-    starts = [e["ts"] for e in events if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float))]
-    if not isinstance(base, (int, float)) or not starts:
+    firsts = [min(x) for x in (parsed.host["start_us"], parsed.calls["start_us"], parsed.gpu["start_us"]) if x]
+    if not isinstance(base, (int, float)) or not firsts:
         return "unknown"
-    seconds = (base + min(starts) * 1e3) / 1e9
+    seconds = (base + min(firsts) * 1e3) / 1e9
     return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -118,9 +120,10 @@ def _version(code) -> str:
     return "unknown"
 
 
-def provenance_of(document: dict, path: Path, name: str | None, saw_gpu: bool) -> Provenance:
+def provenance_of(document: dict, path: Path, name: str | None, parsed: trace.Parsed) -> Provenance:
     """Our provenance where the trace has one; else what the trace itself says about its GPU."""
     ours = document.get("provenance") if isinstance(document.get("provenance"), dict) else {}
+    saw_gpu = bool(parsed.gpu["name"])
     devices = document.get("deviceProperties") or []
     device = devices[0] if devices and isinstance(devices[0], dict) else {}
     from_trace = {
@@ -129,7 +132,7 @@ def provenance_of(document: dict, path: Path, name: str | None, saw_gpu: bool) -
                        if "computeMajor" in device and "computeMinor" in device else "unknown"),
         "sm_count": device.get("numSms", "unknown"),
         "driver": "unknown", "torch": "unknown", "cuda": _version(document.get("cuda_runtime_version")),
-        "cudnn": "unknown", "date": _date(document, document["traceEvents"]),
+        "cudnn": "unknown", "date": _date(document, parsed) if "date" not in ours else "",
         "command": "unknown",
     }
     fields = {k: ours.get(k, from_trace[k]) for k in PROVENANCE_FIELDS}
@@ -176,12 +179,18 @@ def load_trace(path: str | Path, annotation: str | None = "auto", name: str | No
     path = Path(path)
     document = read_document(path, progress)
     events = document["traceEvents"]
-    _check_events(path, events)
-    saw_gpu = any(isinstance(e, dict) and e.get("cat") in trace.GPU_CATEGORIES and e.get("ph") == "X"
-                  for e in events)
+    try:
+        parsed = trace.parse(events)
+    except trace.MalformedEvent as err:
+        raise TraceError(f"{path} is not a usable trace: {err}.") from err
+    except (AttributeError, TypeError) as err:  # an event that is not a JSON object
+        raise TraceError(f"{path} is not a trace torch.profiler wrote: its events are not all "
+                         f"JSON objects ({type(err).__name__}: {err}).") from err
+    _check_events(path, events, parsed)
+    saw_gpu = bool(parsed.gpu["name"])
     metadata = {k: v for k, v in document.items() if k not in ("traceEvents", "provenance")}
-    prof = Profile(events, provenance_of(document, path, name, saw_gpu), path, None, metadata)
-    prof._parsed  # noqa: B018 - a malformed event is reported here, naming the file
+    prof = Profile(events, provenance_of(document, path, name, parsed), path, None, metadata)
+    prof.__dict__["_parsed"] = parsed  # the cached_property's slot: parsed once, above
     if annotation == "auto":
         annotation = find_annotation(prof)
     elif annotation is not None and annotation not in prof._parsed.host["name"]:
