@@ -386,7 +386,7 @@ def test_top_kernels_and_kernels_per_op_add_up_to_the_step():
     per_op = breakdown.kernels_per_op(prof, n=None)
     assert per_op["GPU events"].sum() == len(k)
     for op, group in k.groupby("top_aten_op"):
-        assert per_op.set_index("op").loc[op, "GPU events"] == len(group)
+        assert per_op.loc[op, "GPU events"] == len(group)
 
 
 # --- on the GPU ---------------------------------------------------------------------------------
@@ -449,3 +449,35 @@ def test_launches_on_autograds_thread_are_tied_to_that_threads_ops(path):
         assert row["tid"] == call["tid"]
         assert row["aten_op"] == (holding[-1]["name"] if holding else None)
         assert row["top_aten_op"] == (holding[0]["name"] if holding else None)
+
+
+def test_a_slow_load_or_profile_shows_a_progress_bar_and_a_fast_one_none(monkeypatch, capsys, tmp_path):
+    from helpers.profiling import progress as progress_module
+    load_trace(TRACES[0], quiet=True, progress=True)  # fast: under the delay, nothing drawn
+    assert "reading" not in capsys.readouterr().err
+    monkeypatch.setattr(progress_module, "DELAY_S", 0)  # every load "takes more than a moment"
+    load_trace(TRACES[0], quiet=True, progress=True)
+    assert f"reading {TRACES[0].name}" in capsys.readouterr().err
+    profile_code(lambda: None, steps=1, quiet=True, annotation="tick")
+    assert "profiling tick" in capsys.readouterr().err
+    load_trace(TRACES[0], quiet=True, progress=False)
+    assert "reading" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", [p for p in OWN if p.name == "encoder_train_step.json.gz"], ids=lambda p: p.name)
+def test_the_chapters_guess_and_explorer_work_on_a_recorded_step(path, monkeypatch):
+    from helpers import own_model
+    prof = quiet_load(path, annotation="encoder_train_step")
+    guess = own_model.StepGuess(0, "GPU")
+    table = own_model.compare(guess, prof)
+    assert table.loc["GPU events per step", "the trace says"] == prof.per_step.set_index("step").loc[prof.forward_step, "gpu_events"]
+    assert table.loc["bound by", "the trace says"] == own_model.bound_of(prof)
+    with pytest.raises(ValueError, match="'CPU' or 'GPU'"):
+        own_model.StepGuess(3, "disk")
+    drawn = []
+    monkeypatch.setattr(own_model, "display", lambda obj: drawn.append(obj))
+    explorer = own_model.timeline_explorer(prof)
+    slider = explorer.children[1]
+    slider.value = (0.0, slider.max / 10)
+    explorer.children[0].children[1].click()
+    assert drawn and list(drawn[-1].layout.xaxis.range) == [0.0, slider.max / 10]

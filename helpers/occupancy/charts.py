@@ -286,7 +286,9 @@ def stage_kernel_table(profiles: Sequence[Profile] | Profile, top: int | None = 
                              int(r.shared_memory_bytes))
             op = r.op if isinstance(r.op, str) else r.kind
             rows.append({
-                "stage": prof.stage, "#": i, "label": f"{prof.stage} · {i}. {op}" + (f" ×{r.calls}" if top is not None else ""),
+                "stage": prof.stage, "#": i, "label": f"{prof.stage} · {i}. {op}" if top is None else
+                         # one profile's top kernels: the name is in the title, the label stays short
+                         (f"{i}. {op} ×{r.calls}" if len(profiles) == 1 else f"{prof.stage} · {i}. {op} ×{r.calls}"),
                 "kernel": r.name, "kind": r.kind, "launched_by": r.launched_by,
                 "gpu": spec.name, "registers": int(r.registers_per_thread),
                 "threads": int(r.threads_per_block), "shared_memory": int(r.shared_memory_bytes),

@@ -84,7 +84,7 @@ def step_table(prof: Profile) -> pd.DataFrame:
         "waiting on other GPU work µs": table["other_wait_us"].round(1),
         "waiting on other GPU work %": table["other_wait_pct"].round(1),
         "verdict": [verdict(prof, s) for s in table["step"]],
-    })
+    }).set_index("step")
 
 
 def idle_by_op(prof: Profile, step: int | None = None, n: int = 10) -> pd.DataFrame:
@@ -97,7 +97,8 @@ def idle_by_op(prof: Profile, step: int | None = None, n: int = 10) -> pd.DataFr
              .reset_index().sort_values("sum", ascending=False, ignore_index=True).head(n))
     return pd.DataFrame({"cause": table["cause"], "work that ended the gap, launched by": table["op"],
                          "gaps": table["count"], "idle µs": table["sum"].round(1),
-                         "% of the step": (100 * table["sum"] / span).round(1)})
+                         "% of the step": (100 * table["sum"] / span).round(1)}).set_index(
+        ["cause", "work that ended the gap, launched by"])
 
 
 def top_kernels(prof: Profile, step: int | None = None, n: int = 10) -> pd.DataFrame:
@@ -113,8 +114,10 @@ def top_kernels(prof: Profile, step: int | None = None, n: int = 10) -> pd.DataF
     }).sort_values("total µs", ascending=False).head(n)
     table.insert(3, "% of GPU time", (100 * table["total µs"] / total).round(1))
     table["total µs"], table["mean µs"] = table["total µs"].round(1), table["mean µs"].round(2)
-    return table.rename_axis("kernel").reset_index()[
+    table = table.rename_axis("kernel").reset_index()[
         ["kind", "reads as", "calls", "total µs", "mean µs", "% of GPU time", "launched by", "kernel"]]
+    table.index = pd.RangeIndex(1, len(table) + 1, name="#")  # rank by total time
+    return table
 
 
 def kernels_per_op(prof: Profile, step: int | None = None, n: int | None = 15) -> pd.DataFrame:
@@ -131,7 +134,7 @@ def kernels_per_op(prof: Profile, step: int | None = None, n: int | None = 15) -
                      "GPU µs": round(float(group["dur_us"].sum()), 1),
                      "% of GPU time": round(100 * float(group["dur_us"].sum()) / total, 1),
                      "kinds": ", ".join(f"{kind} ×{count}" for kind, count in kinds.items())})
-    table = pd.DataFrame(rows).sort_values("GPU µs", ascending=False, ignore_index=True)
+    table = pd.DataFrame(rows).sort_values("GPU µs", ascending=False).set_index("op")
     return table.head(n) if n else table
 
 
@@ -177,5 +180,5 @@ def compare(profiles: Sequence[Profile]) -> pd.DataFrame:
                      "GPU span µs": round(float(b["span_us"]), 1), "busy %": round(float(b["busy_pct"]), 1),
                      "waiting for the host %": round(float(b["host_wait_pct"]), 1),
                      "CPU µs": round(float(s["cpu_time_us"]), 1), "verdict": verdict(prof)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).set_index("profile")
 

@@ -78,7 +78,7 @@ def _source(prof: Profile) -> str:
 
 
 # above this many GPU events in a step, kernel_durations shows the kernels that take the most time
-DURATION_BARS_MAX = 80
+DURATION_BARS_MAX = 48
 DURATION_TOP = 25
 
 
@@ -123,7 +123,7 @@ def kernel_durations(prof: Profile, top: int | None = None) -> go.Figure:
     fig = go.Figure()
     for step, events in table.groupby("step", sort=True):
         events = events.reset_index(drop=True)
-        labels = [f"{i + 1}. {kind}" + (f" ({op})" if op else "")
+        labels = [f"{i + 1}. {kind}" + (f" ({op})" if isinstance(op, str) and op else "")
                   for i, (kind, op) in enumerate(zip(events["kind"], events["op"]))]
         fig.add_bar(
             x=labels, y=events["dur_us"], name=f"ProfilerStep#{step}",
@@ -134,7 +134,8 @@ def kernel_durations(prof: Profile, top: int | None = None) -> go.Figure:
             hovertemplate="%{customdata[0]}<br>%{y:.1f} µs, launched by %{customdata[1]} "
                           "in %{customdata[2]}<extra>%{fullData.name}</extra>")
     fig.update_layout(barmode="group", yaxis_title="duration (µs)", height=420)
-    return _title(fig, f"{prof.stage}: GPU events of each forward",
+    what = "forward" if prof.provenance.source == "stage" else "step"
+    return _title(fig, f"{prof.stage}: GPU events of each {what}",
                   f"one bar per event and profiler step · {_source(prof)}")
 
 

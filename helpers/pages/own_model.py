@@ -62,7 +62,7 @@ def compare(guess: StepGuess, prof: Profile) -> pd.DataFrame:
          "the trace says": f"{top['kind']}: {top['% of GPU time']}%",
          "verdict": f"the busiest kernel reads as {top['reads as']}, launched by {top['launched by']}"},
     ]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).set_index("item")
 
 
 def code_card(name: str) -> Markdown:
@@ -127,7 +127,7 @@ def glue_step(prof: Profile, prefix: str) -> dict:
         "aten_ops": int(s["aten_ops"]), "gpu": prof.provenance.gpu,
         # the op that launched the most GPU time (the outermost: the line of code), and how many
         # ops launched anything at all
-        "top_op": per_op.iloc[0]["op"], "launching_ops": len(per_op),
+        "top_op": per_op.index[0], "launching_ops": len(per_op),
         "median_kernel_us": round(float(k.loc[k["category"] == "kernel", "dur_us"].median()), 1),
         "threads": int(prof.cpu_ops(step)["tid"].nunique()),
     }
