@@ -20,6 +20,15 @@ import traceback
 from pathlib import Path
 
 
+def describe(err: Exception) -> str:
+    """The error in one line; a bare `assert` says nothing, so its source line is named."""
+    text = str(err)
+    if not text:
+        frames = traceback.extract_tb(err.__traceback__)
+        text = frames[-1].line if frames else ""
+    return f"{type(err).__name__}: {text}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("trace")
@@ -42,7 +51,7 @@ def main() -> int:
                                      include_last_profiler_step=args.include_last)
             out["load_seconds"] = time.perf_counter() - started
         except Exception as err:  # noqa: BLE001 - the benchmark reports what HTA does
-            out["error"] = f"load: {type(err).__name__}: {err}"
+            out["error"] = f"load: {describe(err)}"
             out["traceback"] = traceback.format_exc()[-2000:]
             print(json.dumps(out))
             return 0
@@ -50,13 +59,13 @@ def main() -> int:
             temporal = analysis.get_temporal_breakdown(visualize=False)
             out["temporal"] = temporal.iloc[0].to_dict()
         except Exception as err:  # noqa: BLE001
-            out["temporal_error"] = f"{type(err).__name__}: {err}"
+            out["temporal_error"] = describe(err)
             out["temporal_traceback"] = traceback.format_exc()[-2000:]
         try:
             idle = analysis.get_idle_time_breakdown(visualize=False)[0]
             out["idle"] = idle.to_dict(orient="records")
         except Exception as err:  # noqa: BLE001
-            out["idle_error"] = f"{type(err).__name__}: {err}"
+            out["idle_error"] = describe(err)
         out["seconds"] = time.perf_counter() - started
         out["cpu_seconds"] = time.process_time() - cpu_started
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
