@@ -4,6 +4,10 @@
     prof = profile_stage("naive")        # live on a GPU, else the recorded trace
     prof.kernels()                       # one forward's GPU events, names decoded
 
+    from helpers import profile_code, load_trace
+    prof = profile_code(model, x, annotation="my_model", no_grad=True)   # any callable, live
+    prof = load_trace("trace.json.gz")   # any trace torch.profiler wrote, the same Profile
+
 Three layers, each a subpackage; a lower one never imports a higher one (tests/test_layers.py):
 
     profiling/   the spine: stage registry → capture (live) or replay (recorded) → Profile → tables
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 
+from .profiling.anytrace import load_trace
 from .profiling.modes import MODES, cuda_available, profile_stage, profile_stages, resolve_mode
 from .profiling.profile import Profile, Provenance, TraceError
 from .profiling.replay import recorded_shapes
@@ -41,7 +46,11 @@ MODULES = {
     "occupancy_lessons": "helpers.occupancy.lessons",
     "occupancy_calculator": "helpers.occupancy.browser",
     "occupancy_truth": "helpers.occupancy.truth",
+    "breakdown": "helpers.pages.breakdown",
+    "own_model": "helpers.pages.own_model",
 }
+# functions that load on first use: profile_code imports torch, `import helpers` does not
+FUNCTIONS = {"profile_code": "helpers.profiling.own_code"}
 
 
 def __getattr__(name: str):
@@ -49,9 +58,13 @@ def __getattr__(name: str):
         module = importlib.import_module(MODULES[name])
         globals()[name] = module
         return module
+    if name in FUNCTIONS:
+        function = getattr(importlib.import_module(FUNCTIONS[name]), name)
+        globals()[name] = function
+        return function
     raise AttributeError(f"module 'helpers' has no attribute {name!r}")
 
 
 __all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Profile", "Provenance", "Shape", "Stage",
-           "StageUnavailable", "TraceError", "cuda_available", "get_stage", "profile_stage",
-           "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]
+           "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
+           "profile_code", "profile_stage", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]

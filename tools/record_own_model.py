@@ -1,14 +1,22 @@
-"""Record the "Your own model" traces on a GPU:  python tools/record_own_model.py
+"""Record the "Your own model" traces on a GPU:  python tools/record_own_model.py [--only NAME ...]
 
-Kineto chrome traces, exactly as torch.profiler writes them, of code nobody here wrote:
-torch.nn.TransformerEncoderLayer (and transformers' GPT-2 where transformers imports), each with
-3 warm-up calls, then schedule(wait=1, warmup=1, active=3) with record_function(<name>) around
-every step. A `provenance` dict (GPU, torch, date, command, the code) is added to each document;
-everything else is torch's. Written to notebooks/traces/<gpu>/own_model/<name>.json.gz, and the
-two large ones (a 12-layer training step; about 100,000 events) to benchmarks/data/.
+Kineto chrome traces of code nobody here wrote, each exactly as torch.profiler wrote it, with a
+`provenance` dict added (GPU, torch, date, command, the code):
+
+* the chapter's experiments (helpers/profiling/own_model.py: TransformerEncoderLayer forward
+  with the fast path on and off, a training step at a small and a big batch, and transformers'
+  GPT-2 where transformers imports), through `profile_code`: the very code chapter 10 runs live;
+  3 warm-up calls, then schedule(wait=1, warmup=1, active=3), record_function(<name>) around
+  every step. Written to notebooks/traces/<gpu>/own_model/<name>.json.gz;
+* `encoder_forward_nosteps`: a plain `with profile():` around one forward, no schedule, so no
+  ProfilerStep# rows (what load_trace must also read), in the same folder;
+* the two large traces of benchmarks/own_trace_benchmarks.py, to benchmarks/data/: a 12-layer
+  TransformerEncoder training step, and about 100,000 events (19 layers, 6 active steps).
 """
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import datetime as dt
 import gzip
 import json
@@ -22,23 +30,27 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from helpers.profiling.capture import driver_version  # noqa: E402
+from helpers.profiling.own_model import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, make_step  # noqa: E402
 from helpers.profiling.replay import REPLAY_DIR  # noqa: E402
 
-D_MODEL, HEADS, FF = 512, 8, 2048
+COMMAND = "python tools/record_own_model.py"
 
 
-def encoder_layer(torch, layers: int = 1):
+def save(prof, path: Path, code: str) -> Path:
+    """The Profile's trace with the code it ran in its provenance (load_trace reads it back)."""
+    prof.provenance = dataclasses.replace(prof.provenance, command=COMMAND,
+                                          extra=prof.provenance.extra | {"code": code})
+    prof.save(path)
+    print(f"{prof.stage:26s} {len(prof.events):7d} events  {path.stat().st_size / 1024:8.1f} KB  -> {path}", flush=True)
+    return path
+
+
+def encoder_train_step(torch, layers: int, batch: int, seq: int):
     layer = torch.nn.TransformerEncoderLayer(D_MODEL, HEADS, FF, batch_first=True, device="cuda",
                                              dtype=torch.bfloat16)
-    if layers == 1:
-        return layer
-    return torch.nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False).cuda()
-
-
-def train_step(torch, model, batch: int, seq: int):
+    model = torch.nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False).cuda().train()
     x = torch.randn(batch, seq, D_MODEL, device="cuda", dtype=torch.bfloat16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    model.train()
 
     def step():
         loss = model(x).float().pow(2).mean()
@@ -48,120 +60,74 @@ def train_step(torch, model, batch: int, seq: int):
     return step
 
 
-def forward(torch, model, batch: int, seq: int):
-    x = torch.randn(batch, seq, D_MODEL, device="cuda", dtype=torch.bfloat16)
-    model.eval()
-
-    def step():
-        with torch.no_grad():
-            model(x)
-    return step
-
-
-def provenance(torch, name: str, code: str, annotation: str) -> dict:
-    props = torch.cuda.get_device_properties(0)
-    return {"name": name, "code": code, "annotation": annotation, "gpu": props.name,
-            "capability": f"{props.major}.{props.minor}", "sm_count": props.multi_processor_count,
-            "driver": driver_version(), "torch": torch.__version__, "cuda": str(torch.version.cuda),
-            "cudnn": str(torch.backends.cudnn.version()),
-            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "command": "python tools/record_own_model.py"}
-
-
-def record(torch, name: str, fn, code: str, out: Path, steps: bool = True, active: int = 3) -> Path:
-    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+def record_without_steps(torch, path: Path) -> Path:
+    """One forward under a plain `with profile():`: no schedule, no ProfilerStep# rows."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+    name = "encoder_forward_nosteps"
+    forward = make_step("encoder_forward")
     for _ in range(3):
-        fn()
+        forward()
     torch.cuda.synchronize()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "trace.json"
-        activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-        if steps:
-            with profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=active),
-                         record_shapes=True, on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as p:
-                for _ in range(2 + active):
-                    with record_function(name):
-                        fn()
-                    p.step()
-                torch.cuda.synchronize()
-        else:
-            with profile(activities=activities, record_shapes=True) as p:
-                with record_function(name):
-                    fn()
-                torch.cuda.synchronize()
-            p.export_chrome_trace(str(path))
-        document = json.loads(path.read_text())
-    document["provenance"] = provenance(torch, name, code, name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(out, "wt", encoding="utf-8") as f:
+        out = Path(tmp) / "trace.json"
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as p:
+            with record_function(name):
+                forward()
+            torch.cuda.synchronize()
+        p.export_chrome_trace(str(out))
+        document = json.loads(out.read_text())
+    props = torch.cuda.get_device_properties(0)
+    document["provenance"] = {
+        "name": name, "annotation": name, "gpu": props.name, "capability": f"{props.major}.{props.minor}",
+        "sm_count": props.multi_processor_count, "driver": driver_version(), "torch": torch.__version__,
+        "cuda": str(torch.version.cuda), "cudnn": str(torch.backends.cudnn.version()),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "command": COMMAND,
+        "code": "encoder_forward under a plain `with profile():` around one call: no schedule, no ProfilerStep# rows"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
         json.dump(document, f, separators=(",", ":"))
-    print(f"{name:26s} {len(document['traceEvents']):7d} events  {out.stat().st_size / 1024:8.1f} KB  -> {out}", flush=True)
-    return out
+    print(f"{name:26s} {len(document['traceEvents']):7d} events  {path.stat().st_size / 1024:8.1f} KB  -> {path}", flush=True)
+    return path
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    jobs = [*EXPERIMENTS, "encoder_forward_nosteps", "encoder12_train", "encoder_100k"]
+    parser.add_argument("--only", nargs="+", choices=jobs, default=jobs)
+    args = parser.parse_args(argv)
     import torch
 
+    from helpers.profiling.own_code import profile_code
     from record import gpu_slug  # tools/record.py, beside this file
     if not torch.cuda.is_available():
         print("record_own_model needs a CUDA GPU", file=sys.stderr)
         return 2
     torch.manual_seed(0)
     out = REPLAY_DIR / gpu_slug(torch.cuda.get_device_name(0)) / "own_model"
-    layer = f"torch.nn.TransformerEncoderLayer({D_MODEL}, {HEADS}, {FF}, batch_first=True, dtype=torch.bfloat16)"
-    jobs = [
-        ("encoder_forward", lambda: forward(torch, encoder_layer(torch), 32, 256),
-         f"layer = {layer}.eval(); with torch.no_grad(): layer(x)  # x: [32, 256, {D_MODEL}] bf16 (the fast path)", True),
-        ("encoder_forward_slow", None,
-         "the same as encoder_forward with torch.backends.mha.set_fastpath_enabled(False)", True),
-        ("encoder_train_step", lambda: train_step(torch, encoder_layer(torch), 4, 128),
-         f"layer = {layer}.train(); loss = layer(x).float().pow(2).mean(); loss.backward(); AdamW step  # x: [4, 128, {D_MODEL}]", True),
-        ("encoder_train_step_big", lambda: train_step(torch, encoder_layer(torch), 64, 512),
-         f"the same training step at x: [64, 512, {D_MODEL}]", True),
-        ("encoder_forward_nosteps", lambda: forward(torch, encoder_layer(torch), 32, 256),
-         "encoder_forward under a plain `with profile():` around one call: no schedule, no ProfilerStep# rows", False),
-    ]
+    data = ROOT / "benchmarks" / "data"
     failed = []
-    for name, make, code, steps in jobs:
+    for name in args.only:
         started = time.perf_counter()
         try:
-            if name == "encoder_forward_slow":
-                torch.backends.mha.set_fastpath_enabled(False)
-                try:
-                    record(torch, name, forward(torch, encoder_layer(torch), 32, 256), code, out / f"{name}.json.gz")
-                finally:
-                    torch.backends.mha.set_fastpath_enabled(True)
+            if name in EXPERIMENTS:
+                prof = profile_code(make_step(name), annotation=name, progress=False, quiet=True)
+                save(prof, out / f"{name}.json.gz", EXPERIMENTS[name].code)
+            elif name == "encoder_forward_nosteps":
+                record_without_steps(torch, out / f"{name}.json.gz")
+            elif name == "encoder12_train":
+                prof = profile_code(encoder_train_step(torch, 12, 16, 256), annotation=name, progress=False, quiet=True)
+                save(prof, data / f"{name}.json.gz",
+                     f"torch.nn.TransformerEncoder({LAYER}, num_layers=12): one training step (AdamW) at x: [16, 256, {D_MODEL}]")
             else:
-                record(torch, name, make(), code, out / f"{name}.json.gz", steps=steps)
-        except Exception as err:  # noqa: BLE001 - one failure must not lose the rest
+                prof = profile_code(encoder_train_step(torch, 19, 8, 128), annotation=name, steps=6,
+                                    progress=False, quiet=True)
+                save(prof, data / f"{name}.json.gz",
+                     f"torch.nn.TransformerEncoder({LAYER}, num_layers=19): training steps at x: [8, 128, {D_MODEL}], 6 active steps")
+        except Exception as err:  # noqa: BLE001 - one failure (transformers missing, say) must not lose the rest
             failed.append(name)
             print(f"FAILED {name}: {err!r}", flush=True)
         print(f"   ({time.perf_counter() - started:.1f} s)", flush=True)
-    try:
-        from transformers import GPT2Config, GPT2Model
-        model = GPT2Model(GPT2Config()).to("cuda", torch.bfloat16).eval()
-        ids = torch.randint(0, GPT2Config().vocab_size, (8, 256), device="cuda")
-
-        def gpt2():
-            with torch.no_grad():
-                model(input_ids=ids)
-        record(torch, "hf_gpt2_forward", gpt2,
-               "transformers.GPT2Model(GPT2Config()) (random init, bf16, eval); with torch.no_grad(): model(input_ids)  # [8, 256]",
-               out / "hf_gpt2_forward.json.gz")
-    except Exception as err:  # noqa: BLE001 - transformers is optional
-        failed.append("hf_gpt2_forward")
-        print(f"FAILED hf_gpt2_forward: {err!r}", flush=True)
-    data = ROOT / "benchmarks" / "data"
-    try:
-        record(torch, "encoder12_train", train_step(torch, encoder_layer(torch, 12), 16, 256),
-               f"torch.nn.TransformerEncoder({layer}, num_layers=12): one training step (AdamW) at x: [16, 256, {D_MODEL}]",
-               data / "encoder12_train.json.gz")
-        record(torch, "encoder_100k", train_step(torch, encoder_layer(torch, 19), 8, 128),
-               f"torch.nn.TransformerEncoder({layer}, num_layers=19): training steps at x: [8, 128, {D_MODEL}], 6 active steps",
-               data / "encoder_100k.json.gz", active=6)
-    except Exception as err:  # noqa: BLE001
-        failed.append("benchmark traces")
-        print(f"FAILED benchmark traces: {err!r}", flush=True)
+        torch.cuda.empty_cache()
     return 1 if failed else 0
 
 

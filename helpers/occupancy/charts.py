@@ -254,21 +254,41 @@ def utilization_bars(result: Occupancy) -> go.Figure:
 
 # ---------------------------------------------------------------------------- stage occupancy
 
-def stage_kernel_table(profiles: Sequence[Profile] | Profile) -> pd.DataFrame:
-    """The kernels of one forward of each profile, with the calculator's figures beside CUPTI's."""
+def _distinct_launches(k: pd.DataFrame, top: int) -> pd.DataFrame:
+    """One row per kernel launch configuration (name, registers, threads, shared memory): the
+    `top` by total time, with their calls (`calls`) and summed time (`dur_us`), in launch order."""
+    keys = ["name", "registers_per_thread", "threads_per_block", "shared_memory_bytes"]
+    first = k.drop_duplicates(keys).set_index(keys)
+    totals = k.groupby(keys, sort=False)["dur_us"].agg(["sum", "size"])
+    first = first.assign(dur_us=totals["sum"], calls=totals["size"])
+    kept = first.sort_values("dur_us", ascending=False).head(top)
+    return kept.sort_values("start_us").reset_index()
+
+
+def stage_kernel_table(profiles: Sequence[Profile] | Profile, top: int | None = None) -> pd.DataFrame:
+    """The kernels of one forward of each profile, with the calculator's figures beside CUPTI's.
+
+    With `top`, a step's many launches of the same kernel are one row (its `calls`, its summed
+    `dur_us`), and only the `top` of them by time are kept: a training step launches thousands."""
     if isinstance(profiles, Profile):
         profiles = [profiles]
     rows = []
     for prof in profiles:
         spec = spec_of(prof)
         k = prof.kernels()
-        k = k[k["category"] == "kernel"].reset_index(drop=True)
+        # a kernel CUPTI gave no launch figures for (none in the recorded stages) has no occupancy
+        k = k[(k["category"] == "kernel") & k["registers_per_thread"].notna()
+              & k["threads_per_block"].notna() & k["shared_memory_bytes"].notna()].reset_index(drop=True)
+        if top is not None:
+            k = _distinct_launches(k, top)
         for i, r in enumerate(k.itertuples(), start=1):
             theo = occupancy(spec, int(r.threads_per_block), int(r.registers_per_thread),
                              int(r.shared_memory_bytes))
             op = r.op if isinstance(r.op, str) else r.kind
             rows.append({
-                "stage": prof.stage, "#": i, "label": f"{prof.stage} · {i}. {op}",
+                "stage": prof.stage, "#": i, "label": f"{prof.stage} · {i}. {op}" if top is None else
+                         # one profile's top kernels: the name is in the title, the label stays short
+                         (f"{i}. {op} ×{r.calls}" if len(profiles) == 1 else f"{prof.stage} · {i}. {op} ×{r.calls}"),
                 "kernel": r.name, "kind": r.kind, "launched_by": r.launched_by,
                 "gpu": spec.name, "registers": int(r.registers_per_thread),
                 "threads": int(r.threads_per_block), "shared_memory": int(r.shared_memory_bytes),
@@ -276,11 +296,13 @@ def stage_kernel_table(profiles: Sequence[Profile] | Profile) -> pd.DataFrame:
                 "cupti_pct": None if pd.isna(r.est_occupancy_pct) else int(r.est_occupancy_pct),
                 "theoretical_pct": theo.occupancy_pct, "active_blocks": theo.active_blocks,
                 "active_warps": theo.active_warps, "max_warps": theo.max_warps,
-                "limiter": limiter_label(theo), "dur_us": float(r.dur_us)})
+                "limiter": limiter_label(theo), "dur_us": float(r.dur_us),
+                **({"calls": int(r.calls)} if top is not None else {})})
     return pd.DataFrame(rows)
 
 
-def stage_occupancy(profiles: Sequence[Profile] | Profile, theoretical: bool = True) -> go.Figure:
+def stage_occupancy(profiles: Sequence[Profile] | Profile, theoretical: bool = True,
+                    top: int | None = None) -> go.Figure:
     """Register and warp occupancy of the stage kernels: CUPTI's ``est. achieved occupancy %``
     beside the theoretical occupancy (with the shared-memory opt-in, as the kernels launch),
     registers per thread, and warps per SM.
@@ -288,7 +310,7 @@ def stage_occupancy(profiles: Sequence[Profile] | Profile, theoretical: bool = T
     With ``theoretical=False`` the calculator's bar is left out and the warps per SM are the ones
     CUPTI's figure implies (its percentage of the SM's warp slots).
     """
-    table = stage_kernel_table(profiles)
+    table = stage_kernel_table(profiles, top)
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         row_heights=[0.4, 0.3, 0.3],
                         subplot_titles=["occupancy (% of the SM's warp slots)",

@@ -1,4 +1,8 @@
-"""`Profile`: one stage's trace plus where it came from. Live and replayed profiles are the same type."""
+"""`Profile`: one trace plus where it came from. Live and replayed profiles are the same type.
+
+A Profile holds a stage of the book (`profile_stage`), any callable profiled live
+(`profile_code`) or any trace torch.profiler wrote (`load_trace`); nothing below the load step
+knows which. Its tables are built from one parse of the event list (`trace.parse`)."""
 from __future__ import annotations
 
 import gzip
@@ -38,55 +42,98 @@ class Provenance:
     first_call_seconds: float | None = None  # the first call on fresh inputs (compiles, for torch.compile)
     setup_seconds: float | None = None    # the stage's set-up outside the forward (a block mask, say)
     extra: dict = field(default_factory=dict)
+    # "stage": one of the book's stages; "code": a callable through profile_code; "trace": a
+    # trace file through load_trace (its facts from our provenance or the trace's own metadata)
+    source: str = "stage"
 
     @property
     def description(self) -> str:
-        return (f"{self.gpu} (sm {self.capability}, {self.sm_count} SMs) on {self.date[:10]} "
-                f"with torch {self.torch}, CUDA {self.cuda}, cuDNN {self.cudnn}, driver {self.driver}")
+        """GPU, date and versions in words; a fact the trace does not hold is left out."""
+        known = lambda v: v not in (None, "", "unknown")  # noqa: E731
+        gpu = self.gpu if known(self.gpu) else "an unnamed GPU"
+        if known(self.capability) and known(self.sm_count):
+            gpu += f" (sm {self.capability}, {self.sm_count} SMs)"
+        when = f" on {self.date[:10]}" if known(self.date) else ""
+        versions = [f"{label} {value}" for label, value in (("torch", self.torch), ("CUDA", self.cuda),
+                                                             ("cuDNN", self.cudnn), ("driver", self.driver))
+                    if known(value)]
+        return f"{gpu}{when}" + (f" with {', '.join(versions)}" if versions else "")
 
 
 @dataclass
 class Profile:
-    """The chrome-trace events of one profiled stage, with tables derived from them."""
+    """The chrome-trace events of one profile, with tables derived from them.
+
+    `annotation` is the `record_function` region the CPU tables look inside (the stages'
+    `attn_fwd`); None: every host op of each step. `metadata` keeps the trace's other top-level
+    keys (`deviceProperties`, ...), written back by `save`."""
 
     events: list[dict]
     provenance: Provenance
     trace_path: Path | None = None
+    annotation: str | None = trace.ANNOTATION
+    metadata: dict = field(default_factory=dict)
 
     @property
     def stage(self) -> str:
+        """The stage's name; for your own code or trace, the name it was given."""
         return self.provenance.stage
 
     @property
-    def shape(self) -> Shape:
-        return Shape(**self.provenance.shape)
+    def shape(self) -> Shape | None:
+        """The stage's shape; None for a profile of your own code or trace."""
+        return Shape(**self.provenance.shape) if self.provenance.shape else None
 
     @property
     def mode(self) -> str:
         return self.provenance.mode
 
+    @property
+    def profiler_steps(self) -> bool:
+        """False when the trace has no ProfilerStep# rows and counts as one step, the whole trace."""
+        return self._parsed.profiler_steps
+
+    @property
+    def threads(self) -> dict:
+        """Thread names by tid, as the trace's metadata gives them."""
+        return self._parsed.threads
+
     def banner(self) -> str:
+        if self.provenance.source == "trace":
+            where = self.trace_path.name if self.trace_path else self.stage
+            return f"Loaded {where} ({self.stage}): recorded on {self.provenance.description}."
         if self.mode == "replay":
             return f"Replaying {self.stage}: recorded on {self.provenance.description}."
         return f"Profiled {self.stage} live on {self.provenance.description}."
 
     # --- tables -------------------------------------------------------------------------------
     @cached_property
+    def _parsed(self) -> trace.Parsed:
+        try:
+            return trace.parse(self.events)
+        except trace.MalformedEvent as err:
+            where = self.trace_path or f"the trace of {self.stage}"
+            raise TraceError(f"{where} is not a usable trace: {err}.") from err
+
+    @cached_property
     def _gpu(self) -> pd.DataFrame:
-        return trace.gpu_events(self.events, self._launches)
+        with trace.paused_gc():
+            return trace.gpu_events(self._parsed, self._launches)
 
     @cached_property
     def _cpu(self) -> pd.DataFrame:
-        return trace.cpu_ops(self.events)
+        with trace.paused_gc():
+            return trace.cpu_ops(self._parsed, self.annotation)
 
     @cached_property
     def _launches(self) -> pd.DataFrame:
-        return trace.launches(self.events)
+        with trace.paused_gc():
+            return trace.launches(self._parsed)
 
     @cached_property
     def per_step(self) -> pd.DataFrame:
         """One row per active profiler step (one forward each)."""
-        table = trace.per_step(self.events, gpu=self._gpu, ops=self._cpu)
+        table = trace.per_step(self._parsed, self.annotation, gpu=self._gpu, ops=self._cpu)
         if not self.provenance.cupti and self.provenance.cuda_event_time_us is not None:
             table["gpu_time_us"] = self.provenance.cuda_event_time_us
         return table
@@ -116,11 +163,12 @@ class Profile:
         """GPU events of one forward with each name decoded."""
         from .names import decode_frame
         events = self.gpu_events(step)
-        decoded = decode_frame(events["name"]).drop(columns=["name"])
+        with trace.paused_gc():
+            decoded = decode_frame(events["name"]).drop(columns=["name"])
         return pd.concat([events, decoded.set_index(events.index)], axis=1)
 
     def cpu_ops(self, step: int | None | str = None) -> pd.DataFrame:
-        """Host ops inside attn_fwd with their depth and parent."""
+        """Host ops inside the annotation (attn_fwd for a stage) with their depth and parent."""
         return self._pick(self._cpu, step)
 
     def launches(self, step: int | None | str = None) -> pd.DataFrame:
@@ -141,7 +189,10 @@ class Profile:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         provenance = asdict(self.provenance) | {"mode": "live"}
-        document = {"traceEvents": self.events, "provenance": provenance, "displayTimeUnit": "ms"}
+        if self.annotation != trace.ANNOTATION:  # load_trace reads it back
+            provenance["extra"] = provenance["extra"] | {"annotation": self.annotation}
+        document = {**self.metadata, "traceEvents": self.events, "provenance": provenance,
+                    "displayTimeUnit": "ms"}
         with gzip.open(path, "wt", encoding="utf-8") as f:
             json.dump(document, f, separators=(",", ":"))
         return path

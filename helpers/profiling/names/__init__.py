@@ -73,10 +73,16 @@ def decode(name) -> KernelName:
 
 def decode_frame(names) -> pd.DataFrame:
     """One row per name: name, kind, library, op, dtype, math, arch, tile, summary, details."""
-    rows = []
+    rows, seen = [], {}
     for name in names:
-        k = decode(name)
-        rows.append({c: getattr(k, c) for c in COLUMNS})
+        # a training step launches the same few hundred kernels thousands of times: decode each once
+        fields = seen.get(name) if isinstance(name, str) else None
+        if fields is None:
+            k = decode(name)
+            fields = {c: getattr(k, c) for c in COLUMNS}
+            if isinstance(name, str):
+                seen[name] = fields
+        rows.append(fields | {"details": dict(fields["details"])})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

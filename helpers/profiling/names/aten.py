@@ -35,6 +35,7 @@ _ATEN_OPS = [  # (pattern, op); first match wins, so specific before general
     (r"arange|linspace", "arange"),
     (r"normal_kernel|uniform_kernel|distribution_elementwise", "random"),
     (r"index_elementwise_kernel|index_put|index_kernel", "index"),
+    (r"gather_kernel", "gather"),
     (r"copy_kernel|CopyFunctor", "copy"),
 ]
 _ATEN_LAUNCHERS = re.compile(
@@ -136,10 +137,53 @@ def _aten_softmax(text: str) -> dict | None:
             "summary": ", ".join(p for p in parts if p)}
 
 
+# layer norm: its forward and its two backward kernels (layer_norm_kernel.cu)
+_LAYER_NORM = [
+    (r"vectorized_layer_norm_kernel|\blayer_norm_kernel\b|LayerNormForwardCUDAKernel|RowwiseMomentsCUDAKernel",
+     "layer_norm", "forward: each row's mean and variance, then normalize, scale and shift"),
+    (r"layer_norm_grad_input_kernel|LayerNormBackwardCUDAKernel|ComputeInternalGradientsCUDAKernel",
+     "layer_norm backward", "the input's gradient"),
+    (r"GammaBetaBackward", "layer_norm backward", "the weight and bias gradients, summed over rows"),
+]
+# torch._foreach_* ops (what AdamW and SGD run with foreach=True): one launch for a list of
+# tensors; the functor names the per-element op (ForeachFunctors.cuh, ForeachOpsKernels.cu)
+_FOREACH_OPS = [(r"LerpFunctor", "lerp"), (r"Sqrt<", "sqrt"), (r"PointwiseOp\w*Functor.*std::multiplies", "addcmul"),
+                (r"PointwiseOp\w*Functor.*std::divides", "addcdiv"), (r"std::multiplies", "mul"),
+                (r"std::plus", "add"), (r"std::minus", "sub"), (r"std::divides", "div"),
+                (r"Copy|copy", "copy"), (r"Exp<", "exp"), (r"Zero", "zero")]
+
+
+def _aten_special(text: str) -> dict | None:
+    """ATen kernels not launched through the elementwise/reduce launchers: layer norm, the
+    foreach ops, the RNG state unpack of cuDNN's dropout."""
+    for pattern, op, what in _LAYER_NORM:
+        if re.search(pattern, text):
+            dtype = _aten_dtype(text)
+            return {"kind": "reduce", "library": "ATen", "op": op, "dtype": dtype,
+                    "details": {"computes": what},
+                    "summary": f"ATen {op} ({what})" + (f", {dtype}" if dtype else "")}
+    if "multi_tensor_apply_kernel" in text:
+        op = next((name for pat, name in _FOREACH_OPS if re.search(pat, text)), None)
+        lists = re.search(r"Tensor(?:List|ListScalarList)Metadata<(?:float, )?(\d+)>", text)
+        d = {"launcher": "multi_tensor_apply_kernel", "tensor_lists": _int(lists.group(1)) if lists else None}
+        dtype = _aten_dtype(text)
+        return {"kind": "elementwise", "library": "ATen", "op": f"foreach {op}" if op else "foreach",
+                "dtype": dtype, "details": d,
+                "summary": f"ATen foreach {op or 'op'} (one launch for a list of tensors)"
+                           + (f", {dtype}" if dtype else "")}
+    if re.search(r"philox::unpack", text):
+        return {"kind": "copy", "library": "ATen", "op": "philox unpack", "dtype": None, "details": {},
+                "summary": "ATen RNG state unpack (the seed and offset a dropout reads)"}
+    return None
+
+
 def _aten(text: str) -> dict | None:
     softmax = _aten_softmax(text)
     if softmax:
         return softmax
+    special = _aten_special(text)
+    if special:
+        return special
     is_aten = "at::native" in text or "at::cuda" in text or "c10::" in text or "at_cuda_detail" in text
     launcher = _ATEN_LAUNCHERS.search(text)
     if not (is_aten or launcher):

@@ -1,0 +1,483 @@
+"""Your own code and your own traces: load_trace, profile_code, the per-step GPU breakdown, and the
+views of the book on such a Profile.
+
+Expected values come from the raw trace events (the JSON), recomputed here with plain loops, or
+from the numbers a test writes into the events it makes; none is typed in.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+import shutil
+import threading
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from conftest import ROOT, TRACES, raw_document
+from helpers import Profile, TraceError, breakdown, charts, load_trace, profile_code, tables
+from helpers.profiling import trace
+
+OWN = sorted((ROOT / "notebooks" / "traces").glob("*/own_model/*.json.gz"))
+GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+LAUNCH = re.compile(r"^(cuda|cu)(LaunchKernel|LaunchCooperativeKernel|Memcpy|Memset|GraphLaunch)")
+FRAMES = ("gpu_events", "cpu_ops", "launches", "kernels")
+
+
+def write(path: Path, document, gz: bool = True) -> Path:
+    text = json.dumps(document)
+    if gz:
+        with gzip.open(path, "wt") as f:
+            f.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def quiet_load(path, **kwargs) -> Profile:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return load_trace(path, quiet=True, **kwargs)
+
+
+def assert_same_tables(a: Profile, b: Profile) -> None:
+    pd.testing.assert_frame_equal(a.per_step, b.per_step)
+    for name in FRAMES:
+        pd.testing.assert_frame_equal(getattr(a, name)("all"), getattr(b, name)("all"), check_exact=True)
+
+
+# --- load_trace ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", TRACES[::6], ids=lambda p: p.name)
+def test_a_stage_trace_through_load_trace_is_the_replayed_profile(path):
+    loaded, replayed = quiet_load(path), Profile.load(path)
+    assert loaded.annotation == trace.ANNOTATION  # found: the one annotation of every step
+    assert_same_tables(loaded, replayed)
+    assert loaded.provenance.gpu == raw_document(path)["provenance"]["gpu"]
+
+
+def test_plain_json_and_gzip_load_the_same(tmp_path):
+    document = raw_document(TRACES[0])
+    a = quiet_load(write(tmp_path / "t.json.gz", document))
+    b = quiet_load(write(tmp_path / "t.json", document, gz=False))
+    assert_same_tables(a, b)
+
+
+def test_a_gzip_named_json_and_a_json_named_gz_are_read_by_their_bytes(tmp_path):
+    document = raw_document(TRACES[0])
+    a = quiet_load(write(tmp_path / "t.json", document, gz=True))
+    b = quiet_load(write(tmp_path / "u.json.gz", document, gz=False))
+    assert_same_tables(a, b)
+
+
+def test_without_profiler_steps_the_whole_trace_is_one_step(tmp_path):
+    document = raw_document(TRACES[0])
+    document["traceEvents"] = [e for e in document["traceEvents"]
+                               if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    prof = quiet_load(write(tmp_path / "nosteps.json.gz", document), annotation=None)
+    assert not prof.profiler_steps and prof.steps == [trace.WHOLE_TRACE_STEP]
+    events = document["traceEvents"]
+    launched = {e["args"]["correlation"] for e in events
+                if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and LAUNCH.match(e["name"])}
+    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_CATS]
+    row = prof.per_step.iloc[0]
+    assert row["gpu_events"] == sum(e["args"]["correlation"] in launched for e in gpu)
+    host = [e for e in events if e.get("ph") == "X" and e.get("cat") in
+            ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver")]
+    hosts = [e for e in host if e.get("cat") in ("cpu_op", "user_annotation") or LAUNCH.match(e["name"])]
+    span = max(e["ts"] + e["dur"] for e in hosts) - min(e["ts"] for e in hosts)
+    assert row["cpu_time_us"] == pytest.approx(span)
+    assert row["aten_ops"] == sum(e["cat"] == "cpu_op" and e["name"].startswith("aten::") for e in host)
+
+
+def test_without_provenance_the_gpu_facts_come_from_device_properties(tmp_path):
+    document = raw_document(TRACES[0])
+    recorded = document.pop("provenance")
+    # the facts a Kineto trace carries, written in Kineto's own keys, from the recorded provenance
+    major, minor = recorded["capability"].split(".")
+    document["deviceProperties"] = [{"id": 0, "name": recorded["gpu"], "computeMajor": int(major),
+                                     "computeMinor": int(minor), "numSms": recorded["sm_count"]}]
+    document["baseTimeNanoseconds"] = 1_700_000_000_000_000_000
+    prof = quiet_load(write(tmp_path / "bare.json.gz", document))
+    p = prof.provenance
+    assert (p.gpu, p.capability, p.sm_count) == (recorded["gpu"], recorded["capability"], recorded["sm_count"])
+    assert p.torch == "unknown" and "torch" not in p.description
+    first = min(e["ts"] for e in document["traceEvents"] if e.get("ph") == "X")
+    assert p.date[:10] == pd.Timestamp(document["baseTimeNanoseconds"] + first * 1000, unit="ns").strftime("%Y-%m-%d")
+    assert prof.annotation == trace.ANNOTATION and recorded["gpu"] in prof.banner()
+    assert_same_tables(prof, Profile.load(TRACES[0]))
+
+
+def _bad(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    good = TRACES[0]
+    path = tmp_path / f"{kind}.json.gz"
+    if kind == "truncated-gzip":
+        path.write_bytes(good.read_bytes()[:300])
+        return path, "truncated"
+    if kind == "corrupt-gzip":
+        data = bytearray(good.read_bytes())
+        data[40:80] = bytes(40)
+        path.write_bytes(bytes(data))
+        return path, "corrupt|truncated|not valid JSON"
+    if kind == "empty-file":
+        path.write_bytes(b"")
+        return path, "empty"
+    if kind == "not-json":
+        path = tmp_path / "notes.json"
+        path.write_text("ProfilerStep#2 took 3 ms\n")
+        return path, "not valid JSON"
+    if kind == "truncated-json":
+        path = tmp_path / "cut.json"
+        path.write_text(json.dumps(raw_document(good))[:5000])
+        return path, "truncated"
+    if kind == "no-trace-events":
+        return write(path, {"schemaVersion": 1, "deviceProperties": []}), "no 'traceEvents' list"
+    if kind == "bare-list":
+        return write(path, raw_document(good)["traceEvents"]), "bare JSON list"
+    if kind == "empty-trace":
+        return write(path, {"traceEvents": [], "schemaVersion": 1}), "no events"
+    if kind == "not-kineto":
+        events = [{"ph": "X", "cat": "blink", "name": "Paint", "ts": i, "dur": 1, "pid": 1, "tid": 1}
+                  for i in range(10)]
+        return write(path, {"traceEvents": events}), "not one torch.profiler wrote"
+    if kind == "malformed-event":
+        document = raw_document(good)
+        op = next(e for e in document["traceEvents"] if e.get("cat") == "cpu_op")
+        del op["dur"]
+        return write(path, document), "no number for 'dur'"
+    if kind == "missing":
+        return tmp_path / "nope.json.gz", "no such file"
+    if kind == "folder":
+        return tmp_path, "is a folder"
+    raise ValueError(kind)
+
+
+BAD = ["truncated-gzip", "corrupt-gzip", "empty-file", "not-json", "truncated-json", "no-trace-events",
+       "bare-list", "empty-trace", "not-kineto", "malformed-event", "missing", "folder"]
+
+
+@pytest.mark.parametrize("kind", BAD)
+def test_bad_input_is_a_trace_error_that_names_the_file(tmp_path, kind):
+    path, why = _bad(tmp_path, kind)
+    with pytest.raises(TraceError, match=why) as err:
+        load_trace(path, quiet=True)
+    assert str(path) in str(err.value)
+
+
+def test_an_annotation_the_trace_lacks_is_named_with_the_ones_it_has():
+    with pytest.raises(TraceError, match=r"no annotation 'encoder'.*attn_fwd"):
+        load_trace(TRACES[0], annotation="encoder", quiet=True)
+
+
+@pytest.fixture(scope="module")
+def cpu_only(tmp_path_factory) -> Path:
+    """A trace without GPU events: a stage trace with its GPU events taken out."""
+    document = raw_document(TRACES[0])
+    document["traceEvents"] = [e for e in document["traceEvents"] if e.get("cat") not in GPU_CATS]
+    document.pop("provenance")
+    return write(tmp_path_factory.mktemp("cpu") / "cpu_only.json.gz", document)
+
+
+def test_a_trace_without_gpu_events_loads_with_a_warning_and_the_gpu_views_say_why(cpu_only):
+    with pytest.warns(RuntimeWarning, match=re.escape(str(cpu_only)) + ".*no GPU events"):
+        prof = load_trace(cpu_only, quiet=True)
+    assert prof.gpu_events("all").empty and len(prof.cpu_ops("all"))
+    for view in (breakdown.step_table, breakdown.top_kernels, breakdown.kernels_per_op, breakdown.verdict):
+        with pytest.raises(TraceError, match=f"{cpu_only.name} holds no GPU events"):
+            view(prof)
+    # the book's other views show what there is, and do not crash
+    assert tables.kernel_table(prof).empty and len(tables.op_tree(prof))
+    assert charts.timeline(prof).data and charts.gpu_and_cpu_time([prof]).data is not None
+    charts.kernel_durations(prof)
+
+
+# --- profile_code, on this machine's CPU --------------------------------------------------------
+
+def test_profile_code_runs_the_warm_up_calls_and_the_schedule(tmp_path):
+    calls, grad = [], []
+    a = torch.randn(64, 64, requires_grad=True)
+
+    def step(x, scale=1.0):
+        calls.append(scale)
+        grad.append(torch.is_grad_enabled())
+        return (x @ x * scale).sum()
+
+    prof = profile_code(step, a, annotation="my_step", steps=4, no_grad=True, quiet=True, scale=2.0)
+    assert len(calls) == 3 + 1 + 1 + 4 and set(calls) == {2.0} and not any(grad)
+    assert len(prof.steps) == 4 and prof.annotation == "my_step" and prof.provenance.source == "code"
+    raw = raw_document(prof.save(tmp_path / "mine.json.gz"))["traceEvents"]
+    spans = {int(m.group(1)): (e["ts"], e["ts"] + e["dur"]) for e in raw
+             if (m := re.fullmatch(r"ProfilerStep#(\d+)", e.get("name", "")))}
+    assert sorted(spans) == prof.steps
+    mine = [e for e in raw if e.get("name") == "my_step" and e.get("cat") == "user_annotation"]
+    per_step = prof.per_step.set_index("step")
+    for step_number, (lo, hi) in spans.items():
+        inside = [e for e in mine if lo <= e["ts"] <= hi]
+        assert len(inside) == 1
+        assert per_step.loc[step_number, "cpu_time_us"] == pytest.approx(inside[0]["dur"])
+        ann = inside[0]
+        aten = [e for e in raw if e.get("cat") == "cpu_op" and e["name"].startswith("aten::")
+                and ann["ts"] <= e["ts"] and e["ts"] + e["dur"] <= ann["ts"] + ann["dur"] + 1e-3]
+        assert per_step.loc[step_number, "aten_ops"] == len(aten)
+    with pytest.warns(RuntimeWarning, match="no GPU events"):
+        loaded = load_trace(tmp_path / "mine.json.gz", quiet=True)
+    assert loaded.annotation == "my_step"
+    assert_same_tables(loaded, prof)
+
+
+def test_profile_code_with_grad_by_default_and_clear_errors():
+    seen = []
+    profile_code(lambda: seen.append(torch.is_grad_enabled()), steps=1, quiet=True)
+    assert seen and all(seen)
+    with pytest.raises(TypeError, match="needs a callable.*not its result"):
+        profile_code(torch.randn(3), quiet=True)
+    with pytest.raises(ValueError, match="steps must be a positive integer"):
+        profile_code(lambda: None, steps=0, quiet=True)
+
+
+def test_ops_another_thread_runs_inside_the_annotation_are_one_level_below_it(tmp_path):
+    """Like autograd's backward thread: work on a second thread inside the step's annotation."""
+    def step():
+        worker = threading.Thread(target=lambda: torch.randn(32, 32) @ torch.randn(32, 32))
+        torch.ones(4).sum()
+        worker.start()
+        worker.join()
+
+    from torch._C._profiler import _ExperimentalConfig
+    # torch.profiler follows new Python threads only when told to (autograd's thread it follows)
+    prof = profile_code(step, annotation="threaded", steps=2, quiet=True,
+                        profiler_options={"experimental_config": _ExperimentalConfig(profile_all_threads=True)})
+    raw = raw_document(prof.save(tmp_path / "threads.json.gz"))["traceEvents"]
+    ops = prof.cpu_ops("all")
+    for root in (e for e in raw if e.get("name") == "threaded" and e.get("cat") == "user_annotation"):
+        inside = [e for e in raw if e.get("cat") in ("cpu_op", "user_annotation") and e is not root
+                  and root["ts"] <= e["ts"] and e["ts"] + e["dur"] <= root["ts"] + root["dur"] + 1e-3
+                  and not e["name"].startswith("ProfilerStep#")]
+        other = [e for e in inside if e["tid"] != root["tid"]]
+        assert other, "the worker's ops are in the trace, on their own thread"
+        step_rows = ops[(ops["start_us"] >= root["ts"]) & (ops["start_us"] <= root["ts"] + root["dur"])]
+        mine = step_rows[step_rows["tid"] != root["tid"]]
+        assert len(mine) == len(other)
+        assert (mine["depth"] >= 1).all()
+        assert set(mine.loc[mine["depth"] == 1, "parent"]) == {"threaded"}
+    assert charts.timeline(prof).data  # a lane per thread
+
+
+# --- the per-step GPU breakdown -----------------------------------------------------------------
+
+def _synthetic(tmp_path: Path) -> tuple[Path, dict]:
+    """A step whose GPU gaps are known by construction: numbers written here, then read back."""
+    t = {"step": (0.0, 100.0), "k1": (10.0, 20.0), "k2": (25.0, 40.0), "k3": (38.0, 45.0),
+         "k4": (60.0, 70.0), "launch1": 5.0, "launch2": 12.0, "launch3": 13.0, "launch4": 50.0}
+    ev = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "ts": 0.0, "dur": 100.0, "pid": 1, "tid": 1},
+          {"ph": "X", "cat": "user_annotation", "name": "work", "ts": 1.0, "dur": 98.0, "pid": 1, "tid": 1}]
+    for i, stream in ((1, 7), (2, 7), (3, 8), (4, 7)):
+        ev.append({"ph": "X", "cat": "cpu_op", "name": f"aten::op{i}", "ts": t[f"launch{i}"] - 0.5, "dur": 3.0,
+                   "pid": 1, "tid": 1})
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": t[f"launch{i}"], "dur": 2.0,
+                   "pid": 1, "tid": 1, "args": {"correlation": i}})
+        start, end = t[f"k{i}"]
+        ev.append({"ph": "X", "cat": "kernel", "name": f"kernel_{i}", "ts": start, "dur": end - start, "pid": 0,
+                   "tid": stream, "args": {"correlation": i, "stream": stream, "grid": [1, 1, 1], "block": [32, 1, 1],
+                                           "registers per thread": 32, "shared memory": 0}})
+    return write(tmp_path / "synthetic.json.gz", {"traceEvents": ev}), t
+
+
+def test_the_idle_split_on_a_step_built_by_hand(tmp_path):
+    path, t = _synthetic(tmp_path)
+    prof = quiet_load(path)
+    row = breakdown.gpu_breakdown(prof).iloc[0]
+    (s1, e1), (s2, e2), (s3, e3), (s4, e4) = t["k1"], t["k2"], t["k3"], t["k4"]
+    # k2 and k3 (two streams) overlap: busy counts the overlap once
+    busy = (e1 - s1) + (max(e2, e3) - s2) + (e4 - s4)
+    assert row["span_us"] == pytest.approx(e4 - s1) and row["busy_us"] == pytest.approx(busy)
+    # gap 1 (k1 end → k2 start): k2's launch came before k1 ended: other GPU work
+    # gap 2 (k3 end → k4 start): k4's launch came after the GPU went idle: the host
+    assert t["launch2"] < e1 and t["launch4"] > max(e2, e3)
+    assert row["other_wait_us"] == pytest.approx(s2 - e1)
+    assert row["host_wait_us"] == pytest.approx(s4 - max(e2, e3))
+    assert row["idle_us"] == pytest.approx(row["host_wait_us"] + row["other_wait_us"])
+    gaps = breakdown.idle_gaps(prof)
+    assert list(gaps["cause"]) == ["gpu", "host"] and list(gaps["top_aten_op"]) == ["aten::op2", "aten::op4"]
+    assert f"{row['busy_pct']:.0f}%" in breakdown.verdict(prof)
+
+
+def independent_breakdown(events: list[dict]) -> dict:
+    """Per step from the raw events, plain loops: span, busy, and the idle split by cause."""
+    steps = {int(m.group(1)): (e["ts"], e["ts"] + e["dur"]) for e in events
+             if e.get("ph") == "X" and (m := re.fullmatch(r"ProfilerStep#(\d+)", e.get("name", "")))}
+    if not steps:  # no ProfilerStep# rows: every launch of the trace is in its one step
+        steps = {trace.WHOLE_TRACE_STEP: (-math.inf, math.inf)}
+    launch = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and LAUNCH.match(e["name"]):
+            for s, (lo, hi) in steps.items():
+                if lo <= e["ts"] <= hi:
+                    launch[e["args"]["correlation"]] = (s, e["ts"])
+    by_step = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in GPU_CATS and e["args"].get("correlation") in launch:
+            s, ts = launch[e["args"]["correlation"]]
+            by_step[s].append((e["ts"], e["ts"] + e["dur"], ts))
+    out = {}
+    for s, intervals in by_step.items():
+        intervals.sort(key=lambda x: (x[0], x[2]))
+        busy = host = other = 0.0
+        cur_start, cur_end = intervals[0][0], intervals[0][1]
+        for start, end, launched in intervals[1:]:
+            if start > cur_end:
+                busy += cur_end - cur_start
+                if launched > cur_end:
+                    host += start - cur_end
+                else:
+                    other += start - cur_end
+                cur_start, cur_end = start, end
+            else:
+                cur_end = max(cur_end, end)
+        busy += cur_end - cur_start
+        span = max(i[1] for i in intervals) - min(i[0] for i in intervals)
+        out[s] = {"span": span, "busy": busy, "host": host, "other": other}
+    return out
+
+
+@pytest.mark.parametrize("path", TRACES[::4] + OWN, ids=lambda p: p.name)
+def test_the_breakdown_agrees_with_the_raw_events(path):
+    expected = independent_breakdown(raw_document(path)["traceEvents"])
+    table = breakdown.gpu_breakdown(quiet_load(path)).set_index("step")
+    assert expected and set(expected) <= set(table.index)
+    for s, want in expected.items():
+        row = table.loc[s]
+        assert row["span_us"] == pytest.approx(want["span"], abs=1e-3)
+        assert row["busy_us"] == pytest.approx(want["busy"], abs=1e-3)
+        assert row["host_wait_us"] == pytest.approx(want["host"], abs=1e-3)
+        assert row["other_wait_us"] == pytest.approx(want["other"], abs=1e-3)
+        assert row["busy_us"] + row["idle_us"] == pytest.approx(row["span_us"])
+
+
+# --- the book's views on any Profile ------------------------------------------------------------
+
+def test_the_timeline_merges_what_it_cannot_draw_and_counts_it():
+    prof = Profile.load(TRACES[-1])  # the stage with the most GPU events
+    k = prof.kernels()
+    fig = charts.timeline(prof, max_bars=2)
+    merged = next(t for t in fig.data if t.name == "GPU events (merged)")
+    assert sum(c[0] for c in merged.customdata) == len(k) and len(merged.x) <= len(k)
+    assert "merged into" in fig.layout.title.text
+    # a window shows the events that overlap it, and only those
+    t0 = prof.cpu_ops()["start_us"].min()
+    lo, hi = float(k["start_us"].iloc[1] - t0), float(k["end_us"].iloc[2] - t0)
+    windowed = charts.timeline(prof, window=(lo, hi))
+    gpu = next(t for t in windowed.data if t.name == "GPU events")
+    inside = k[(k["end_us"] - t0 >= lo) & (k["start_us"] - t0 <= hi)]
+    assert len(gpu.x) == len(inside) and list(windowed.layout.xaxis.range) == [lo, hi]
+
+
+def test_top_kernels_and_kernels_per_op_add_up_to_the_step():
+    prof = Profile.load(TRACES[-1])
+    k = prof.kernels()
+    top = breakdown.top_kernels(prof, n=1000)
+    assert top["calls"].sum() == len(k) and top["total µs"].sum() == pytest.approx(k["dur_us"].sum(), abs=0.1 * len(top))
+    per_op = breakdown.kernels_per_op(prof, n=None)
+    assert per_op["GPU events"].sum() == len(k)
+    for op, group in k.groupby("top_aten_op"):
+        assert per_op.loc[op, "GPU events"] == len(group)
+
+
+# --- on the GPU ---------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_profile_code_on_the_gpu_matches_the_raw_events(tmp_path):
+    from test_trace import independent_view
+    layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True, device="cuda", dtype=torch.bfloat16).eval()
+    x = torch.randn(8, 128, 512, device="cuda", dtype=torch.bfloat16)
+    prof = profile_code(layer, x, annotation="layer", no_grad=True, quiet=True)
+    path = prof.save(tmp_path / "layer.json.gz")
+    steps, gpu, *_ = independent_view(path)
+    table = prof.per_step.set_index("step")
+    assert sorted(steps) == prof.steps
+    for step in steps:
+        assert table.loc[step, "gpu_events"] == len(gpu[step]) > 0
+    expected = independent_breakdown(raw_document(path)["traceEvents"])
+    got = breakdown.gpu_breakdown(prof).set_index("step")
+    for step, want in expected.items():
+        assert got.loc[step, "busy_us"] == pytest.approx(want["busy"], abs=1e-3)
+    assert_same_tables(quiet_load(path), prof)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["encoder_forward", "encoder_train_step"])
+def test_an_experiment_live_and_replayed_have_the_same_tables_and_threads(name):
+    from helpers.profiling.own_model import profile_experiment
+    live, replayed = profile_experiment(name, mode="live", quiet=True), profile_experiment(name, mode="replay", quiet=True)
+    assert live.annotation == replayed.annotation == name
+    for table in FRAMES:
+        assert list(getattr(live, table)().columns) == list(getattr(replayed, table)().columns)
+    assert list(live.per_step.columns) == list(replayed.per_step.columns)
+    assert len(live.gpu_events()) > 0
+
+
+@pytest.mark.parametrize("path", OWN, ids=lambda p: p.name)
+def test_every_kernel_of_the_own_model_traces_is_decoded(path):
+    k = quiet_load(path).kernels("all")
+    assert len(k) and not (k["kind"] == "unknown").any(), set(k.loc[k["kind"] == "unknown", "name"])
+    # a foreach kernel reads as the _foreach_ op that launched it (AdamW's update, op by op)
+    foreach = k[k["aten_op"].fillna("").str.startswith("aten::_foreach_")]
+    for op, summary in zip(foreach["aten_op"], foreach["summary"]):
+        name = op.removeprefix("aten::_foreach_").rstrip("_")
+        assert summary.startswith(f"ATen foreach {name} "), (op, summary)
+
+
+@pytest.mark.parametrize("path", [p for p in OWN if "train" in p.name], ids=lambda p: p.name)
+def test_launches_on_autograds_thread_are_tied_to_that_threads_ops(path):
+    """A training step launches from two threads; each launch's op comes from its own thread."""
+    events = raw_document(path)["traceEvents"]
+    ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    calls = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")
+             and LAUNCH.match(e["name"])]
+    assert len({c["tid"] for c in calls}) > 1, "the backward thread launches too"
+    table = quiet_load(path).launches("all").set_index("correlation")
+    for call in calls:
+        holding = sorted((o for o in ops if o["tid"] == call["tid"] and o["ts"] <= call["ts"]
+                          and o["ts"] + o["dur"] >= call["ts"] + call["dur"]), key=lambda o: (o["ts"], -o["dur"]))
+        row = table.loc[call["args"]["correlation"]]
+        assert row["tid"] == call["tid"]
+        assert row["aten_op"] == (holding[-1]["name"] if holding else None)
+        assert row["top_aten_op"] == (holding[0]["name"] if holding else None)
+
+
+def test_a_slow_load_or_profile_shows_a_progress_bar_and_a_fast_one_none(monkeypatch, capsys, tmp_path):
+    from helpers.profiling import progress as progress_module
+    load_trace(TRACES[0], quiet=True, progress=True)  # fast: under the delay, nothing drawn
+    assert "reading" not in capsys.readouterr().err
+    monkeypatch.setattr(progress_module, "DELAY_S", 0)  # every load "takes more than a moment"
+    load_trace(TRACES[0], quiet=True, progress=True)
+    assert f"reading {TRACES[0].name}" in capsys.readouterr().err
+    profile_code(lambda: None, steps=1, quiet=True, annotation="tick")
+    assert "profiling tick" in capsys.readouterr().err
+    load_trace(TRACES[0], quiet=True, progress=False)
+    assert "reading" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", [p for p in OWN if p.name == "encoder_train_step.json.gz"], ids=lambda p: p.name)
+def test_the_chapters_guess_and_explorer_work_on_a_recorded_step(path, monkeypatch):
+    from helpers import own_model
+    prof = quiet_load(path, annotation="encoder_train_step")
+    guess = own_model.StepGuess(0, "GPU")
+    table = own_model.compare(guess, prof)
+    assert table.loc["GPU events per step", "the trace says"] == prof.per_step.set_index("step").loc[prof.forward_step, "gpu_events"]
+    assert table.loc["bound by", "the trace says"] == own_model.bound_of(prof)
+    with pytest.raises(ValueError, match="'CPU' or 'GPU'"):
+        own_model.StepGuess(3, "disk")
+    drawn = []
+    monkeypatch.setattr(own_model, "display", lambda obj: drawn.append(obj))
+    explorer = own_model.timeline_explorer(prof)
+    slider = explorer.children[1]
+    slider.value = (0.0, slider.max / 10)
+    explorer.children[0].children[1].click()
+    assert drawn and list(drawn[-1].layout.xaxis.range) == [0.0, slider.max / 10]
