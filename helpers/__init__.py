@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 
+from . import pages as _pages  # noqa: F401  (in a notebook: the book's table renderer, pages.render)
 from .profiling.modes import MODES, cuda_available, profile_stage, profile_stages, resolve_mode
 from .profiling.profile import Profile, Provenance, TraceError
 from .profiling.replay import recorded_shapes

@@ -3,7 +3,7 @@
 The output carries the gzipped Kineto trace itself, as a data: URL, so that it works wherever the
 notebook runs: live in JupyterLab or Colab the button hands over the trace just taken; in replay,
 the recorded file, byte for byte. The static book keeps no trace inside its pages:
-book/_ext/trace_files.py writes each one into the build (_static/traces/) and points the link
+book/_ext/reading.py writes each one into the build (_static/traces/) and points the link
 there.
 
 The button opens ui.perfetto.dev in a new tab and hands it the trace with Perfetto's documented
