@@ -33,6 +33,8 @@ MODULES = {
     "claims": "helpers.pages.claims",
     "prose": "helpers.pages.prose",
     "hub": "helpers.pages.hub_flash",
+    "perfetto": "helpers.pages.perfetto",
+    "render": "helpers.pages.render",
     "occupancy_charts": "helpers.occupancy.charts",
     "occupancy_lessons": "helpers.occupancy.lessons",
     "occupancy_calculator": "helpers.occupancy.browser",

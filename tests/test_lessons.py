@@ -164,6 +164,7 @@ def test_inplace_memory_saving_comes_from_the_recorded_provenance(profiles):
     verdict = claims.inplace_saves_memory(profiles["inplace"], profiles["naive"])
     assert verdict is not None and verdict.holds == (saved > 0)
     assert f"{saved / 2**20:,.0f} MiB saved" in verdict.evidence
+    assert f"{forward_bytes('inplace') / 2**20:,.0f} MiB" in verdict.evidence
     assert verdict in claims.verdicts("inplace", profiles)
 
 

@@ -266,11 +266,13 @@ def inplace_saves_memory(inplace: Profile, naive: Profile) -> Verdict | None:
         return None
     saved = was - now
     matrix = scores_bytes(inplace)
-    evidence = (f"one forward's peak memory beyond its inputs: {inplace.stage} {now / 2**20:,.0f} MiB, "
-                f"{naive.stage} {was / 2**20:,.0f} MiB: {saved / 2**20:,.0f} MiB saved, "
-                f"{saved / matrix:.2f} score matrices of {matrix / 2**20:,.0f} MiB")
-    return Verdict("in-place masking saves memory as well as time", evidence, saved > 0,
-                   f"{inplace.stage} needs {-saved / 2**20:,.0f} MiB more than {naive.stage}")
+    mib = lambda b: f"{b / 2**20:,.0f} MiB"  # noqa: E731
+    evidence = (f"peak memory of one forward beyond what it started with: {inplace.stage} {mib(now)}, "
+                f"{naive.stage} {mib(was)} ({now / matrix:.2f} and {was / matrix:.2f} score matrices of "
+                f"{mib(matrix)}): {mib(saved)} saved")
+    difference = (f"the same peak, {mib(now)}, in place or not" if saved == 0 else
+                  f"{inplace.stage} needs {mib(-saved)} more than {naive.stage}")
+    return Verdict("in-place masking saves memory as well as time", evidence, saved > 0, difference)
 
 
 CHECKS: dict[str, Callable[[Profiles], list[Verdict]]] = {

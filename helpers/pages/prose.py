@@ -4,6 +4,7 @@ from __future__ import annotations
 from IPython.display import HTML
 
 from ..profiling.profile import Profile
+from .claims import forward_memory_bytes
 from .perfetto import trace_links
 
 
@@ -28,6 +29,9 @@ def glue_summary(prof: Profile, prefix: str | None = None) -> dict:
     }
     if s["do_bench_us"] is not None:
         values["do_bench_us"] = round(float(s["do_bench_us"]), 1)
+    # what one forward needed at its peak, beyond what it started with (the provenance records it)
+    needed = forward_memory_bytes(prof)
+    values["forward_mib"] = "not recorded" if needed is None else f"{needed / 2**20:,.0f}"
     for key, value in values.items():
         glue(f"{prefix}_{key}", value)
     return values
