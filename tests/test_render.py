@@ -44,6 +44,19 @@ def test_a_short_name_is_the_head_of_the_name(profiles):
         assert len(closers) <= len(opened) and set(closers) <= {">", ")"}
 
 
+def test_a_decoded_summary_in_a_kernel_column_stays_whole(profiles):
+    from helpers.pages.render import looks_like_a_name
+    from helpers.profiling.names import decode
+    for name in names_of(profiles):
+        assert looks_like_a_name(name), name
+        summary = decode(name).summary
+        if ", " in summary.split("(")[0]:
+            assert not looks_like_a_name(summary), summary
+    long = [decode(n).summary for n in names_of(profiles) if len(decode(n).summary) > SHORT_NAME]
+    frame = pd.DataFrame({"kernel": long})
+    assert long and "ap-name" not in rendered(frame)
+
+
 def test_no_meaningless_index_column():
     plain = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
     assert not meaningful_index(plain)
@@ -100,6 +113,12 @@ def test_a_multiindex_groups_its_rows(profiles):
 def test_wide_tables_become_cards_on_a_phone_narrow_ones_stay_tables(profiles):
     assert "ap-cards" in rendered(tables.kernel_table(profiles["naive"]))
     assert "ap-cards" not in rendered(pd.DataFrame({"n": [1, 2, 3]}))
+
+
+def test_a_float_keeps_its_decimals_in_a_column_of_mixed_types():
+    frame = pd.DataFrame({"value": ["flash", 91.263, 128, None]})
+    cells = [c for _, _, c in CELL.findall(rendered(frame))]
+    assert cells == ["flash", "91.263", "128", ""]
 
 
 def test_verdict_lists_render_with_their_verdicts():

@@ -116,10 +116,24 @@ def _verdicts_html(verdicts) -> str:
     return f"<ul class='ap-verdicts'>{items}</ul>"
 
 
+def looks_like_a_name(text: str) -> bool:
+    """A kernel name (a C++ signature, a generated name) has commas only inside its brackets; a
+    decoded summary in a kernel column ("cuBLAS nvjet gemm (sm90), 256x128 tile, …") is prose."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0 and text[i + 1:i + 2] == " ":
+            return False
+    return True
+
+
 def _cell_html(value: Any, text: str, is_name: bool) -> str:
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, Verdict) for v in value):
         return _verdicts_html(value)
-    if is_name and len(text) > SHORT_NAME:
+    if is_name and len(text) > SHORT_NAME and looks_like_a_name(text):
         full = html.escape(text)
         return (f"<details class='ap-name'><summary title=\"{full}\"><code>{_breakable(html.escape(short_name(text)))}"
                 f"</code></summary><code class='ap-full-name'>{_breakable(full)}</code></details>")
@@ -172,7 +186,8 @@ def html_table(frame: pd.DataFrame) -> str:
 
     decimals = {c: _decimals(table[c]) for c in columns if pd.api.types.is_float_dtype(table[c])}
     numeric = {c for c in columns if _is_number(table[c])}
-    texts = {c: [_text(v, decimals.get(c, 0)) for v in table[c]] for c in columns}
+    # a float column reads alike (the decimals its values need); a float among other types keeps its own
+    texts = {c: [_text(v, decimals[c] if c in decimals else _decimals([v])) for v in table[c]] for c in columns}
     is_name = {c: source[c] in names for c in columns}
     # prose-like columns keep a readable width when the table is squeezed
     prose = {c for c in columns if c not in numeric and max((len(t) for t in texts[c]), default=0) > 40}
