@@ -97,10 +97,10 @@ def _text(value: Any, decimals: int = 0) -> str:
 _LONG_TOKEN = re.compile(r"\S{12,}")
 # after a separator, between a lower-case letter and an upper-case one (cudaLaunch|Kernel), and
 # between a word and its number (tilesize|128x128x8)
-_BREAK_AT = re.compile(r"(?<=_|,|/|\.|\(|<|→)(?!$)|(?<=::)|(?<=&lt;)|(?<=[a-z])(?=[A-Z])|(?<=[a-z]{4})(?=\d)")
+_BREAK_AT = re.compile(r"(?<=_|,|/|\.|\(|<|→|\+)(?!$)|(?<=::)|(?<=&lt;)|(?<=[a-z])(?=[A-Z])|(?<=[a-z]{4})(?=\d)")
 
 
-def _breakable(escaped: str) -> str:
+def breakable(escaped: str) -> str:
     """Escaped text with line-break opportunities (<wbr>) inside its long tokens only (a generated
     kernel name, cudaLaunchKernel, aten::masked_fill_), so that a narrow column wraps them at their
     joints, not mid-syllable; short words such as `sdpa_flash` stay whole. CSS alone offers only
@@ -110,9 +110,9 @@ def _breakable(escaped: str) -> str:
 
 def _verdicts_html(verdicts) -> str:
     items = "".join(
-        f"<li><span class='ap-verdict {'holds' if v.holds else 'differs'}'>{_breakable(html.escape(v.verdict))}</span> "
-        f"<span class='ap-claim'>{_breakable(html.escape(v.claim))}</span>"
-        f"<br><span class='ap-evidence'>{_breakable(html.escape(v.evidence))}</span></li>" for v in verdicts)
+        f"<li><span class='ap-verdict {'holds' if v.holds else 'differs'}'>{breakable(html.escape(v.verdict))}</span> "
+        f"<span class='ap-claim'>{breakable(html.escape(v.claim))}</span>"
+        f"<br><span class='ap-evidence'>{breakable(html.escape(v.evidence))}</span></li>" for v in verdicts)
     return f"<ul class='ap-verdicts'>{items}</ul>"
 
 
@@ -135,9 +135,9 @@ def _cell_html(value: Any, text: str, is_name: bool) -> str:
         return _verdicts_html(value)
     if is_name and len(text) > SHORT_NAME and looks_like_a_name(text):
         full = html.escape(text)
-        return (f"<details class='ap-name'><summary title=\"{full}\"><code>{_breakable(html.escape(short_name(text)))}"
-                f"</code></summary><code class='ap-full-name'>{_breakable(full)}</code></details>")
-    return _breakable(html.escape(text))
+        return (f"<details class='ap-name'><summary title=\"{full}\"><code>{breakable(html.escape(short_name(text)))}"
+                f"</code></summary><code class='ap-full-name'>{breakable(full)}</code></details>")
+    return breakable(html.escape(text))
 
 
 def _is_number(series: pd.Series) -> bool:
