@@ -3,6 +3,7 @@
     python benchmarks/book_benchmarks.py                 # a clean clone of HEAD
     python benchmarks/book_benchmarks.py --worktree      # the working tree as it is (tracked and
                                                          # untracked files, .gitignore respected)
+    python benchmarks/book_benchmarks.py --html _build/html   # weights only, of a built book
 
 In a fresh copy of the repository, with the jupyter-book of this Python environment:
 
@@ -12,7 +13,9 @@ In a fresh copy of the repository, with the jupyter-book of this Python environm
    must run again, or their pages would show the old helper's outputs. The table says how many
    notebooks each build executed;
 4. the weight of each page in headless Chromium, cold cache: the HTML alone, and everything the
-   page loads except plotly.min.js (one shared file, cached after the first page);
+   page loads except plotly.js (one shared file, cached after the first page); and, gzipped
+   (level 6, as a web server compresses text), the page's own weight (its HTML and the files only
+   it loads) and what a first visit to it transfers (everything it loads, cold cache);
 5. time to first render of the heaviest page: first contentful paint, and the moment every
    plotly figure on it has drawn (median of three cold loads).
 
@@ -21,6 +24,7 @@ Chromium is Debian's /usr/bin/chromium, driven through Playwright.
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import re
 import shutil
@@ -37,7 +41,8 @@ JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
-SHARED = "plotly.min.js"
+SHARED = ("plotly.min.js", "plotly-cartesian.min.js")  # whichever plotly.js the book loads
+GZIP_LEVEL = 6
 
 
 def copy_repo(dest: Path, worktree: bool) -> None:
@@ -86,23 +91,42 @@ def wait_drawn(page) -> None:
 
 
 def page_weights(browser, base: str, pages: list[str]) -> list[dict]:
-    rows = []
+    loaded_by: dict[str, dict[str, bytes]] = {}
     for path in pages:
         context = browser.new_context()  # a new context: a cold cache
         page = context.new_page()
-        loaded: list = []
-        page.on("requestfinished", lambda r: loaded.append(r))
+        bodies: dict[str, bytes] = {}
+
+        def keep(response, bodies=bodies):
+            if response.url.startswith(base) and response.status == 200:
+                try:
+                    bodies[response.url.split("#")[0]] = response.body()
+                except Exception:  # a response the page dropped (navigated away): not transferred
+                    pass
+        page.on("response", keep)
         page.goto(f"{base}/{path}", wait_until="networkidle")
         wait_drawn(page)
-        sizes = {r.url: r.sizes()["responseBodySize"] for r in loaded}
-        html = sizes.get(f"{base}/{path}", 0)
-        total = sum(sizes.values())
-        shared = sum(v for u, v in sizes.items() if u.split("?")[0].endswith(SHARED))
-        vendored = sum(v for u, v in sizes.items() if "/_static/vendor/" in u and "fontawesome" not in u)
-        rows.append({"page": path, "html KB": html / 1024, "loaded KB": total / 1024,
-                     "without plotly.js KB": (total - shared) / 1024,
-                     "of which vendored widgets/MathJax KB": vendored / 1024, "requests": len(sizes)})
+        page.wait_for_timeout(300)
+        loaded_by[path] = dict(bodies)
         context.close()
+    # a file's "own" page: the only page that loads it (shared files are cached after one visit)
+    users: dict[str, int] = {}
+    for bodies in loaded_by.values():
+        for url in bodies:
+            users[url] = users.get(url, 0) + 1
+    rows = []
+    for path, bodies in loaded_by.items():
+        gz = {u: len(gzip.compress(b, GZIP_LEVEL)) for u, b in bodies.items()}
+        html = f"{base}/{path}"
+        shared = sum(len(b) for u, b in bodies.items() if u.split("?")[0].endswith(SHARED))
+        vendored = sum(len(b) for u, b in bodies.items() if "/_static/vendor/" in u and not u.split("?")[0].endswith(SHARED))
+        own = [u for u in bodies if u == html or users[u] == 1]
+        rows.append({"page": path, "html KB": len(bodies.get(html, b"")) / 1024,
+                     "loaded KB": sum(map(len, bodies.values())) / 1024,
+                     "without plotly.js KB": (sum(map(len, bodies.values())) - shared) / 1024,
+                     "of which vendored widgets/MathJax KB": vendored / 1024, "requests": len(bodies),
+                     "own KB gz": sum(gz[u] for u in own) / 1024,
+                     "first visit KB gz": sum(gz.values()) / 1024})
     return rows
 
 
@@ -130,12 +154,53 @@ def table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
+WEIGHT_COLUMNS = ["page", "html KB", "loaded KB", "without plotly.js KB", "of which vendored widgets/MathJax KB",
+                  "requests", "own KB gz", "first visit KB gz"]
+
+
+def weigh(html_dir: Path) -> tuple[list[dict], str, float, float]:
+    pages = sorted(str(p.relative_to(html_dir)) for p in html_dir.rglob("*.html")
+                   if not p.relative_to(html_dir).parts[0].startswith("_"))
+    from playwright.sync_api import sync_playwright
+    proc, base = serve(html_dir)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            weights = page_weights(browser, base, pages)
+            heaviest = max(weights, key=lambda r: r["first visit KB gz"])["page"]
+            fcp, drawn = time_to_render(browser, base, heaviest)
+            browser.close()
+    finally:
+        proc.terminate()
+    return weights, heaviest, fcp, drawn
+
+
+def report_weights(html_dir: Path, weights: list[dict], heaviest: str, fcp: float, drawn: float) -> None:
+    bundle = next((p for p in html_dir.rglob("*.js") if p.name.endswith(SHARED)), None)
+    if bundle is not None:
+        data = bundle.read_bytes()
+        print(f"\nplotly.js: {bundle.relative_to(html_dir)}, {len(data) / 1024:.0f} KB, "
+              f"{len(gzip.compress(data, GZIP_LEVEL)) / 1024:.0f} KB gzipped; loaded once, shared by every chart page")
+    print(f"\npage weight, cold cache (gz: gzip level {GZIP_LEVEL}; own: the HTML and the files only this page loads)\n")
+    print(table(weights, WEIGHT_COLUMNS))
+    top = next(r for r in weights if r["page"] == heaviest)
+    print(f"\nheaviest first visit: {heaviest}: {top['first visit KB gz']:.0f} KB gzipped; first contentful "
+          f"paint {fcp:.0f} ms, every chart drawn {drawn:.0f} ms after navigation (median of 3 cold loads)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worktree", action="store_true",
                         help="copy the working tree instead of cloning HEAD")
+    parser.add_argument("--html", type=Path, help="weigh the pages of this built book only (no builds)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy")
     args = parser.parse_args()
+
+    if args.html:
+        print(f"machine: {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores; "
+              f"built book: {args.html}")
+        report_weights(args.html, *weigh(args.html))
+        return
 
     tmp = Path(tempfile.mkdtemp(prefix="book_bench_"))
     repo = tmp / "repo"
@@ -153,32 +218,14 @@ def main() -> None:
         builds.append({"build": "rebuild, helpers/pages/tables.py changed", "seconds": seconds,
                        "notebooks executed": executed})
         notebooks = len(list((repo / "notebooks").glob("*.ipynb")))
-
         html_dir = repo / "_build" / "html"
-        pages = sorted(str(p.relative_to(html_dir)) for p in html_dir.rglob("*.html")
-                       if not p.relative_to(html_dir).parts[0].startswith("_"))
-        from playwright.sync_api import sync_playwright
-        proc, base = serve(html_dir)
-        try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-                weights = page_weights(browser, base, pages)
-                heaviest = max(weights, key=lambda r: r["without plotly.js KB"])["page"]
-                fcp, drawn = time_to_render(browser, base, heaviest)
-                browser.close()
-        finally:
-            proc.terminate()
-        plotly_kb = (html_dir / "_static" / SHARED).stat().st_size / 1024
+        measured = weigh(html_dir)
 
         print(f"machine: {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores; "
               f"source: {'working tree' if args.worktree else 'clone of HEAD'}; "
               f"{notebooks} notebooks in notebooks/\n")
         print(table(builds, ["build", "seconds", "notebooks executed"]))
-        print(f"\npage weight, cold cache (plotly.min.js, shared by every chart page: {plotly_kb:.0f} KB)\n")
-        print(table(weights, ["page", "html KB", "loaded KB", "without plotly.js KB",
-                              "of which vendored widgets/MathJax KB", "requests"]))
-        print(f"\nheaviest page: {heaviest}: first contentful paint {fcp:.0f} ms, "
-              f"every chart drawn {drawn:.0f} ms after navigation (median of 3 cold loads)")
+        report_weights(html_dir, *measured)
     finally:
         if args.keep:
             print(f"\nkept {tmp}")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 
 from .profiling.anytrace import load_trace
+from . import pages as _pages  # noqa: F401  (in a notebook: the book's table renderer, pages.render)
 from .profiling.modes import MODES, cuda_available, profile_stage, profile_stages, resolve_mode
 from .profiling.profile import Profile, Provenance, TraceError
 from .profiling.replay import recorded_shapes
@@ -42,6 +43,8 @@ MODULES = {
     "questions": "helpers.pages.questions",
     "counters": "helpers.pages.counters",
     "roofline": "helpers.pages.roofline",
+    "perfetto": "helpers.pages.perfetto",
+    "render": "helpers.pages.render",
     "occupancy_charts": "helpers.occupancy.charts",
     "occupancy_lessons": "helpers.occupancy.lessons",
     "occupancy_calculator": "helpers.occupancy.browser",

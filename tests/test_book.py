@@ -58,12 +58,24 @@ def test_book_has_a_page_per_notebook_with_its_charts(built_book):
 
 
 def test_plotly_js_is_loaded_once_from_static_where_a_chart_is(built_book):
-    assert (built_book / "_static" / "plotly.min.js").exists()
+    # the partial bundle, vendored (book/_vendor) at the version plotly.py writes figures for
+    from plotly.offline import get_plotlyjs_version
+    bundle = built_book / "_static" / "vendor" / "plotly" / "plotly-cartesian.min.js"
+    assert bundle.exists() and f" v{get_plotlyjs_version()}\n" in bundle.read_text()[:200]
+    assert not (built_book / "_static" / "plotly.min.js").exists()
     for page in built_book.rglob("*.html"):
         html = page.read_text()
         charts = "Plotly.newPlot" in html
-        assert html.count("plotly.min.js") == (1 if charts else 0), page.name
+        assert html.count("plotly-cartesian.min.js") == (1 if charts else 0), page.name
         assert len(html.encode()) < 3_000_000, f"{page.name} inlines plotly.js?"
+
+
+def test_stage_traces_are_files_of_the_build_not_inlined(built_book):
+    for page in built_book.glob("notebooks/*.html"):
+        html = page.read_text()
+        assert "data:application/gzip" not in html, page.name
+        for href in re.findall(r"class='ap-trace-download' download=\"[^\"]+\" href=\"([^\"]+)\"", html):
+            assert (page.parent / href).resolve().is_file(), (page.name, href)
 
 
 WIDGET_STATE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', re.S)

@@ -12,16 +12,26 @@ ATTN_PROFILED_BOOK_HTML, an existing _build/html, to iterate quickly), served by
 - notebook pages offer the .ipynb download and the Colab and GPU Space launch links;
 - the occupancy calculator calculates on its page as helpers.occupancy does (a sweep of every GPU),
   keeps its configuration in the page's address, says what is wrong with a bad link, and reads at
-  1400×900 and 390×844; chapter 07's links open it with each kernel loaded.
+  1400×900 and 390×844; chapter 07's links open it with each kernel loaded;
+- as readers see it, on a laptop (1400×900, light and dark) and on a phone (390×844): no page
+  wider than the screen, no table scrolled sideways or cut off (on a phone a wide table is cards);
+- every stage page links its trace: the link downloads a Kineto trace, and the Open in Perfetto
+  button, with ui.perfetto.dev routed to a local stub that answers PONG and records what it
+  receives, delivers a buffer that gunzips to the same trace;
+- the closing table: one row per stage, each lesson opens onto every verdict;
+- the partial plotly.js bundle registers every trace type the built pages draw.
 
-A full-page screenshot of each page and theme goes to <build output>/_build/screenshots (the
-path is printed at the end of the session). Chromium is installed by the environment (.ci/run),
+A full-page screenshot of each page, theme and width goes to <build output>/_build/screenshots
+(the path is printed at the end of the session). Chromium is installed by the environment (.ci/run),
 never by the test.
 """
 from __future__ import annotations
 
+import gzip
 import html as htmllib
+import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -37,6 +47,9 @@ from conftest import ROOT
 pytestmark = pytest.mark.browser
 
 THEMES = ("light", "dark")
+LAPTOP, PHONE = (1400, 900), (390, 844)
+# every page: light and dark on a laptop, and on a phone (light: the layout is the same in dark)
+VIEWS = [("light", LAPTOP), ("dark", LAPTOP), ("light", PHONE)]
 MIN_CONTRAST = 3.0  # WCAG's floor for large text and graphics; body text is far above it
 
 
@@ -47,6 +60,20 @@ def toc_pages() -> list[str]:
 
 
 PAGES = toc_pages()
+
+
+def stage_pages() -> list[str]:
+    """Notebook pages about one stage: those whose code names the page's profile (`prof = ...`)."""
+    pages = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                         if c["cell_type"] == "code")
+        if re.search(r"^prof = ", code, re.M):
+            pages.append(f"notebooks/{path.stem}.html")
+    return pages
+
+
+STAGE_PAGES = stage_pages()
 NOTEBOOK_SOURCES = {f"notebooks/{p.stem}.html" for p in (ROOT / "notebooks").glob("*.ipynb")}
 # MyST Markdown notebooks (a kernelspec in the front matter): executed, downloadable as .ipynb
 TEXT_NOTEBOOKS = {f"book/{p.stem}" for p in (ROOT / "book").glob("*.md")
@@ -107,11 +134,11 @@ def server(book):
 class Visit:
     """One page in one theme, with everything that went wrong while it loaded."""
 
-    def __init__(self, browser, base: str, path: str, theme: str, viewport=(1280, 900)):
-        self.base, self.path, self.theme = base, path, theme
+    def __init__(self, browser, base: str, path: str, theme: str, viewport: tuple[int, int] = LAPTOP):
+        self.base, self.path, self.theme, self.size = base, path, theme, viewport
         self.problems: list[str] = []
         self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
-                                           color_scheme=theme)
+                                           color_scheme=theme, accept_downloads=True)
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
         self.page.on("console", lambda m: m.type == "error" and self.problems.append(
@@ -158,7 +185,7 @@ class Visit:
 def visit(browser, server):
     opened: list[Visit] = []
 
-    def open_page(path: str, theme: str = "light", viewport=(1280, 900)) -> Visit:
+    def open_page(path: str, theme: str = "light", viewport: tuple[int, int] = LAPTOP) -> Visit:
         v = Visit(browser, server, path, theme, viewport).open()
         opened.append(v)
         return v
@@ -210,6 +237,32 @@ CONTRAST_JS = """(minRatio) => {
     check(el, getComputedStyle(el).fill, 'chart text');
   }
   return bad.slice(0, 20);
+}"""
+
+# what a reader would have to scroll sideways: the page itself, and every table (a table that
+# overflows the article, or sits in a box scrolled sideways)
+LAYOUT_JS = """() => {
+  const out = {page: document.scrollingElement.scrollWidth, screen: window.innerWidth, tables: []};
+  const article = document.querySelector('.bd-article') || document.body;
+  const right = article.getBoundingClientRect().right;
+  for (const table of document.querySelectorAll('.bd-article table')) {
+    if (!table.getClientRects().length) continue;  // folded away (a closed <details>)
+    // the calculator's own resource table scrolls in its box on a phone, by its design (its own
+    // test reads the calculator at both widths)
+    if (window.innerWidth < 600 && table.closest('[data-apo-mounted]')) continue;
+    const box = table.getBoundingClientRect();
+    let scrolled = null;
+    for (let e = table.parentElement; e && e !== article; e = e.parentElement) {
+      const o = getComputedStyle(e).overflowX;
+      if ((o === 'auto' || o === 'scroll' || o === 'hidden') && e.scrollWidth > e.clientWidth + 1) { scrolled = e; break; }
+    }
+    if (scrolled || box.right > right + 1) {
+      const head = [...table.querySelectorAll('th')].slice(0, 3).map(t => t.textContent.trim()).join(' | ');
+      out.tables.push(`${head}: ${Math.round(box.width)} px wide in ${Math.round(scrolled ? scrolled.clientWidth : right - box.left)} px`
+                      + (scrolled ? ' (scrolled sideways)' : ' (cut off)'));
+    }
+  }
+  return out;
 }"""
 
 HOVER_CANDIDATES_JS = """() => {
@@ -292,11 +345,21 @@ def check_download_and_launch(v: Visit) -> None:
         assert not links, f"Colab cannot open a MyST text notebook: {links}"
 
 
-@pytest.mark.parametrize("theme", THEMES)
+def check_layout(v: Visit) -> None:
+    """Nothing wider than the screen, and no table scrolled sideways or cut off: on a laptop a
+    table fits the article; on a phone a wide one is laid out as cards."""
+    layout = v.page.evaluate(LAYOUT_JS)
+    assert layout["page"] <= layout["screen"], \
+        f"the page is {layout['page']} px wide on a {layout['screen']} px screen"
+    assert not layout["tables"], "tables a reader must scroll sideways:\n" + "\n".join(layout["tables"])
+
+
+@pytest.mark.parametrize("theme,size", VIEWS, ids=[f"{t}-{w}" for t, (w, _) in VIEWS])
 @pytest.mark.parametrize("path", PAGES)
-def test_page(visit, book, path, theme):
-    """Loads clean, draws every chart, stays legible; in light: folds, hovers, download, launch."""
-    v = visit(path, theme)
+def test_page(visit, book, path, theme, size):
+    """Loads clean, draws every chart, stays legible and fits the screen; on a laptop in light:
+    folds, hovers, download, launch."""
+    v = visit(path, theme, size)
     assert v.page.evaluate("() => document.documentElement.dataset.theme") == theme
     for plot in v.page.evaluate(PLOTS_JS):
         assert plot["traces"] > 0 and plot["points"] > 0, f"plotly figure {plot['id']} has no data"
@@ -307,8 +370,9 @@ def test_page(visit, book, path, theme):
     bad = v.page.evaluate(CONTRAST_JS, MIN_CONTRAST)
     assert not bad, f"text below {MIN_CONTRAST}:1 contrast in the {theme} theme:\n" + "\n".join(bad)
     name = path.removesuffix(".html").replace("/", "__")
-    v.page.screenshot(path=str(book.parent / "screenshots" / f"{name}__{theme}.png"), full_page=True)
-    if theme == "light":
+    v.page.screenshot(path=str(book.parent / "screenshots" / f"{name}__{theme}__{size[0]}.png"), full_page=True)
+    check_layout(v)
+    if theme == "light" and size == LAPTOP:
         check_download_and_launch(v)
         check_hovers(v)
         check_toggles(v)
@@ -431,4 +495,140 @@ def test_chapter_07_opens_each_kernel_in_the_calculator(visit, book):
     links.first.click()
     v.page.wait_for_url("**/calculator.html?*")
     assert calculator_state(v)["config"]["threads"] == int(parse_qs(urlsplit(hrefs[0]).query)["threads"][0])
+    assert not v.problems, "\n".join(v.problems)
+
+
+# --- the trace behind each stage page ---------------------------------------------------------
+
+PERFETTO = "https://ui.perfetto.dev"
+# stands in for ui.perfetto.dev: answers PING with PONG, as Perfetto does, and keeps what it gets
+PERFETTO_STUB = """<!doctype html><title>Perfetto (test stub)</title><script>
+window.pings = 0; window.received = null;
+window.addEventListener('message', (e) => {
+  if (e.data === 'PING') { window.pings++; e.source.postMessage('PONG', '*'); return; }
+  const p = e.data && e.data.perfetto;
+  if (p) window.received = {title: p.title, fileName: p.fileName, isBuffer: p.buffer instanceof ArrayBuffer,
+                            bytes: Array.from(new Uint8Array(p.buffer))};
+});
+</script>"""
+
+
+def kineto_trace(data: bytes) -> dict:
+    """The trace a gzipped file holds, checked to be a Kineto chrome trace of one stage."""
+    document = json.loads(gzip.decompress(data))
+    events = document["traceEvents"]
+    assert any(e.get("cat") == "kernel" for e in events), "no kernel event: not a Kineto GPU trace"
+    assert any(re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")) for e in events), "no profiler step"
+    assert document["provenance"]["stage"]
+    return document
+
+
+def test_there_are_stage_pages():
+    assert "notebooks/01_naive.html" in STAGE_PAGES and len(STAGE_PAGES) >= 6, STAGE_PAGES
+
+
+@pytest.mark.parametrize("path", STAGE_PAGES)
+def test_stage_page_links_its_trace_and_opens_it_in_perfetto(visit, book, path):
+    v = visit(path)
+    link = v.page.locator("a.ap-trace-download")
+    assert link.count() == 1, "a stage page links the trace behind it, once"
+    href = link.get_attribute("href")
+    assert not href.startswith("data:"), "the book serves the trace as a file of the build"
+    assert (book / Path(path).parent / href).resolve().is_file()
+
+    link.scroll_into_view_if_needed()
+    with v.page.expect_download() as download:
+        link.click()
+    downloaded = Path(download.value.path()).read_bytes()
+    assert download.value.suggested_filename == link.get_attribute("download")
+    document = kineto_trace(downloaded)
+    stage = document["provenance"]["stage"]
+    assert f"Replaying {stage}" in body_text(v) or f"Profiled {stage} live" in body_text(v)
+    recorded = ROOT / "notebooks" / "traces" / "h200" / download.value.suggested_filename
+    if "Replaying" in body_text(v):
+        assert downloaded == recorded.read_bytes(), "in replay the link serves the recorded file as it is"
+
+    # the last route registered wins: ui.perfetto.dev is the stub, everything else stays blocked
+    v.context.route(f"{PERFETTO}/**", lambda route: route.fulfill(status=200, content_type="text/html",
+                                                                   body=PERFETTO_STUB))
+    with v.page.expect_popup() as popup_info:
+        v.page.locator("button.ap-perfetto").click()
+    popup = popup_info.value
+    assert popup.url.startswith(PERFETTO)
+    popup.wait_for_function("() => window.received !== null", timeout=15000)
+    received = popup.evaluate("() => window.received")
+    assert received["isBuffer"] and popup.evaluate("() => window.pings") >= 1
+    assert received["fileName"] == download.value.suggested_filename and stage in received["title"]
+    assert gzip.decompress(bytes(received["bytes"])) == gzip.decompress(downloaded)
+    assert "Sent to Perfetto" in v.page.locator(".ap-perfetto-status").inner_text()
+    assert not v.problems, "\n".join(v.problems)
+
+
+# --- tables as readers read them ---------------------------------------------------------------
+
+def test_a_long_kernel_name_is_one_hover_or_tap_away(visit):
+    v = visit("notebooks/05_sdpa_flash.html", "light", PHONE)
+    name = v.page.locator("table.ap-table details.ap-name").first
+    name.scroll_into_view_if_needed()
+    summary = name.locator("summary")
+    full = summary.get_attribute("title")
+    assert len(full) > len(summary.inner_text()), "the cell shows a shortened name"
+    assert full.startswith("void ") or "<" in full
+    assert not name.locator("code.ap-full-name").is_visible()
+    summary.click()  # a tap
+    assert name.locator("code.ap-full-name").inner_text() == full
+    assert v.page.evaluate(LAYOUT_JS)["page"] <= PHONE[0], "the whole name wraps inside the screen"
+    assert not v.problems, "\n".join(v.problems)
+
+
+@pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["1400", "390"])
+def test_the_closing_table_teaches_a_lesson_per_stage(visit, size):
+    from helpers import tables
+    v = visit("notebooks/08_at_a_glance.html", "light", size)
+    table = v.page.locator("table.ap-table").filter(has=v.page.locator("details.ap-expand")).first
+    rows = table.locator("tbody tr")
+    stages = tables.closing_stages(mode="replay") if "Replaying" in body_text(v) else None
+    if stages is not None:
+        assert [rows.nth(i).locator("th").inner_text() for i in range(rows.count())] == stages
+    for i in range(rows.count()):
+        cell = rows.nth(i).locator("td[data-label='what the trace revealed']")
+        lesson = cell.locator("details.ap-expand")
+        if not lesson.count():
+            continue
+        assert cell.evaluate("td => td.getBoundingClientRect().height") < 0.4 * size[1], \
+            "one lesson per row: a row stays short"
+        lesson.locator("summary").click()  # one click: every verdict behind the lesson
+        verdicts = lesson.locator("ul.ap-verdicts li")
+        assert verdicts.count() >= 1 and verdicts.first.is_visible()
+    check_layout(v)
+    assert not v.problems, "\n".join(v.problems)
+
+
+# --- plotly.js: a partial bundle that holds every trace type the book draws ----------------------
+
+BUNDLE = "vendor/plotly/plotly-cartesian.min.js"
+
+
+def drawn_trace_types(page_html: str) -> set[str]:
+    """The type of every trace of every Plotly.newPlot call in a built page (plotly's default,
+    scatter, where a trace names none)."""
+    decoder, types = json.JSONDecoder(), set()
+    for call in re.finditer(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*", page_html):
+        data, _ = decoder.raw_decode(page_html, call.end())
+        types |= {trace.get("type", "scatter") for trace in data}
+    return types
+
+
+def test_the_plotly_bundle_holds_every_trace_type_the_book_draws(visit, book):
+    pages = {str(p.relative_to(book)): p.read_text() for p in book.rglob("*.html")
+             if not p.relative_to(book).parts[0].startswith("_")}
+    drawn = {path: drawn_trace_types(text) for path, text in pages.items()}
+    types = set().union(*drawn.values())
+    assert types, "no chart found in the built pages"
+    for path, text in pages.items():
+        if drawn[path]:
+            assert text.count(BUNDLE) == 1 and "plotly.min.js" not in text, path
+    v = visit(next(p for p, t in drawn.items() if t))
+    registered = set(v.page.evaluate("() => Object.keys(Plotly.PlotSchema.get().traces)"))
+    assert types <= registered, f"the bundle lacks {sorted(types - registered)}"
     assert not v.problems, "\n".join(v.problems)

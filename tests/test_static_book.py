@@ -19,7 +19,8 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
 def test_vendored_files_are_the_npm_files_listed_in_the_manifest():
     manifest = json.loads((VENDOR / "manifest.json").read_text())
-    assert {p["name"] for p in manifest["packages"]} == {"requirejs", "@jupyter-widgets/html-manager", "mathjax"}
+    assert {p["name"] for p in manifest["packages"]} == {"requirejs", "@jupyter-widgets/html-manager", "mathjax",
+                                                         "plotly.js-cartesian-dist-min"}
     stored = {str(p.relative_to(VENDOR / "files")) for p in (VENDOR / "files").rglob("*") if p.is_file()}
     assert stored == {f["stored"] for f in manifest["files"]}, "files and manifest disagree"
     for entry in manifest["files"]:
@@ -33,6 +34,20 @@ def test_vendored_files_are_the_npm_files_listed_in_the_manifest():
     assert sorted(p.name for p in (VENDOR / "licenses").iterdir()) == ["html-manager-LICENSE.txt",
                                                                        "requirejs-LICENSE.txt"]
     assert any(f["path"] == "mathjax/LICENSE" for f in manifest["files"])
+    assert any(f["path"] == "plotly/LICENSE" for f in manifest["files"])
+
+
+def test_the_plotly_bundle_is_the_version_plotly_py_writes_for():
+    from plotly.offline import get_plotlyjs_version
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("plotly_js", ROOT / "book" / "_ext" / "plotly_js.py")
+    plotly_js = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plotly_js)
+    assert plotly_js.vendored_version() == get_plotlyjs_version()
+    entry = next(f for f in json.loads((VENDOR / "manifest.json").read_text())["files"]
+                 if f["path"] == "plotly/plotly-cartesian.min.js")
+    head = lzma.decompress((VENDOR / "files" / entry["stored"]).read_bytes())[:200].decode()
+    assert f"v{get_plotlyjs_version()}" in head and "cartesian" in head
 
 
 def test_the_config_loads_nothing_from_a_cdn():

@@ -9,7 +9,11 @@ be), so three libraries are kept in the repository:
   the widget state myst-nb writes into each page (html-manager 1.x goes with ipywidgets 8),
   and the Font Awesome 5 woff2 fonts its stylesheet asks for;
 * ``requirejs`` 2.3.x ``require.js``: the AMD loader embed-amd.js needs;
-* ``mathjax`` 3 ``tex-chtml.js`` and its woff-v2 fonts: Sphinx's math renderer.
+* ``mathjax`` 3 ``tex-chtml.js`` and its woff-v2 fonts: Sphinx's math renderer;
+* ``plotly.js-cartesian-dist-min``: plotly.js's partial bundle of the cartesian trace types (the
+  book draws bar, scatter and heatmap traces; tests/test_browser.py checks that it holds every
+  type the built pages draw), at the plotly.js version the pinned plotly.py writes figures for
+  (book/_ext/plotly_js.py checks that): 1.5 MB where the full plotly.min.js is 4.8 MB.
 
 They are the files of the published npm tarballs, byte for byte. JavaScript is stored
 xz-compressed (embed-amd.js alone is 3.6 MB, 0.37 MB as .xz); book/_ext/static_book.py
@@ -47,6 +51,10 @@ PACKAGES = [
         ("package/es5/tex-chtml.js", "mathjax/tex-chtml.js"),
         ("package/LICENSE", "mathjax/LICENSE"),
         ("package/es5/output/chtml/fonts/woff-v2/", "mathjax/output/chtml/fonts/woff-v2/"),
+    ]),
+    ("plotly.js-cartesian-dist-min", "4.1.1", [
+        ("package/plotly-cartesian.min.js", "plotly/plotly-cartesian.min.js"),
+        ("package/LICENSE", "plotly/LICENSE"),
     ]),
 ]
 

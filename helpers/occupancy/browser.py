@@ -32,6 +32,7 @@ from urllib.parse import urlencode
 import pandas as pd
 from matplotlib.colors import to_hex
 
+from ..pages.render import breakable
 from ..profiling.profile import Profile
 from . import calculator as calc
 from . import gpus
@@ -251,23 +252,24 @@ class KernelLinks:
         self.rows = rows
 
     def to_html(self) -> str:
+        # the book's table conventions (helpers/pages/render.py): each cell labelled with its
+        # column (cards on a phone), long kernel labels breakable at their joints
+        heads = ["stages", "kernel", "threads", "registers", "shared memory (B)", "GPU", "occupancy", ""]
         body = []
         for r in self.rows:
-            body.append(
-                "<tr>"
-                f"<td>{html.escape(r['stages'])}</td>"
-                f"<td><span title=\"{html.escape(r['name'])}\">{html.escape(r['label'])}</span></td>"
-                f"<td>{r['threads']}</td><td>{r['registers']}</td><td>{r['smem']:,}</td>"
-                f"<td>{html.escape(r['gpu'])}</td><td>{html.escape(r['occupancy'])}</td>"
-                f"<td><a class=\"apo-kernel-link\" href=\"{html.escape(r['href'])}\" "
-                f"data-notebook-href=\"{NOTEBOOK}\">open in the calculator</a></td>"
-                "</tr>")
+            cells = [html.escape(r["stages"]),
+                     f"<span title=\"{html.escape(r['name'])}\">{breakable(html.escape(r['label']))}</span>",
+                     r["threads"], r["registers"], f"{r['smem']:,}", html.escape(r["gpu"]),
+                     html.escape(r["occupancy"]),
+                     f"<a class=\"apo-kernel-link\" href=\"{html.escape(r['href'])}\" "
+                     f"data-notebook-href=\"{NOTEBOOK}\">open in the calculator</a>"]
+            body.append("<tr>" + "".join(f'<td data-label="{html.escape(h)}">{c}</td>'
+                                         for h, c in zip(heads, cells)) + "</tr>")
         rewrite = ("<script>(function (s) { if (document.documentElement.hasAttribute('data-content_root')) return;"
                    " s.parentElement.querySelectorAll('a.apo-kernel-link').forEach(function (a) {"
                    " a.setAttribute('href', a.dataset.notebookHref); }); })(document.currentScript);</script>")
-        return ('<div class="apo-kernel-links"><table>'
-                "<thead><tr><th>stages</th><th>kernel</th><th>threads</th><th>registers</th>"
-                "<th>shared memory (B)</th><th>GPU</th><th>occupancy</th><th></th></tr></thead>"
+        return ('<div class="apo-kernel-links"><table class="dataframe ap-table ap-cards">'
+                "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads) + "</tr></thead>"
                 f"<tbody>{''.join(body)}</tbody></table>{rewrite}</div>")
 
     def _repr_html_(self) -> str:

@@ -8,6 +8,7 @@ import pandas as pd
 import torch
 
 from ..profiling.profile import Profile
+from .article import A100_MATH_OVER_NAIVE, A100_REFERENCE
 from .hub_flash import verdict_list as hub_verdicts
 from .verdicts import Verdict, table
 
@@ -222,22 +223,83 @@ def fastest_backend(profiles: Profiles, auto: Profile | None = None) -> Verdict:
     return Verdict(claim, evidence, fastest == "sdpa_flash", f"{fastest} is the fastest")
 
 
+# --- three claims of the article, each a number: a ratio, CPU time, memory --------------------
+
+def math_slower_than_naive(math: Profile, naive: Profile) -> Verdict:
+    """The article: the math backend is 3.7× slower than the naive three lines (its A100)."""
+    m, n = math.summary(), naive.summary()
+    ratio = m["gpu_time_us"] / n["gpu_time_us"]
+    evidence = (f"GPU time per forward: {math.stage} {m['gpu_time_us']:.1f} µs, {naive.stage} "
+                f"{n['gpu_time_us']:.1f} µs: {ratio:.2f}×")
+    if m["do_bench_us"] and n["do_bench_us"]:
+        evidence += f" (do_bench: {m['do_bench_us'] / n['do_bench_us']:.2f}×)"
+    return Verdict("the math backend is slower than naive attention", evidence, ratio > 1,
+                   f"math takes {ratio:.2f}× naive's GPU time: it is faster",
+                   article=f"{A100_MATH_OVER_NAIVE}× slower")
+
+
+def cudnn_cpu_heavier(cudnn: Profile, others: list[Profile]) -> Verdict:
+    """The article: cuDNN spends more CPU per forward than flash and efficient (214 µs against
+    138 µs and 117 µs on its A100)."""
+    cpu = {p.stage: p.summary()["cpu_time_us"] for p in [cudnn, *others]}
+    lighter = [s for s in cpu if s != cudnn.stage and cpu[s] >= cpu[cudnn.stage]]
+    evidence = "CPU time in attn_fwd per forward: " + ", ".join(f"{s} {t:.1f} µs" for s, t in cpu.items())
+    article = ", ".join(f"{s} {A100_REFERENCE[s]['CPU µs']:.0f} µs" for s in cpu if s in A100_REFERENCE)
+    return Verdict(f"cuDNN spends more CPU time per forward than {' and '.join(p.stage for p in others)}",
+                   evidence, not lighter,
+                   f"{cudnn.stage} spends less CPU per forward than {' and '.join(lighter)}", article=article)
+
+
+def forward_memory_bytes(prof: Profile) -> int | None:
+    """What one forward allocated beyond what it started with: the peak during the forward minus
+    the memory allocated just before it (recorded in the provenance, live and in replay)."""
+    p = prof.provenance
+    peak, before = getattr(p, "peak_memory_bytes", None), getattr(p, "memory_before_bytes", None)
+    return None if peak is None or before is None else int(peak) - int(before)
+
+
+def inplace_saves_memory(inplace: Profile, naive: Profile) -> Verdict | None:
+    """The article: in-place masking saves memory as well as time. None where a trace does not
+    record its forward's memory (traces recorded before the provenance had it)."""
+    now, was = forward_memory_bytes(inplace), forward_memory_bytes(naive)
+    if now is None or was is None:
+        return None
+    saved = was - now
+    matrix = scores_bytes(inplace)
+    mib = lambda b: f"{b / 2**20:,.0f} MiB"  # noqa: E731
+    evidence = (f"peak memory of one forward beyond what it started with: {inplace.stage} {mib(now)}, "
+                f"{naive.stage} {mib(was)} ({now / matrix:.2f} and {was / matrix:.2f} score matrices of "
+                f"{mib(matrix)}): {mib(saved)} saved")
+    difference = (f"the same peak, {mib(now)}, in place or not" if saved == 0 else
+                  f"{inplace.stage} needs {mib(-saved)} more than {naive.stage}")
+    return Verdict("in-place masking saves memory as well as time", evidence, saved > 0, difference)
+
+
 CHECKS: dict[str, Callable[[Profiles], list[Verdict]]] = {
     "naive": lambda p: [hidden_memcpy(p["naive"]), gemms_on_tensor_cores(p["naive"]),
                         launch_path_of_gemms(p["naive"])],
-    "inplace": lambda p: [memcpy_gone(p["inplace"], p["naive"]), fewer_masking_ops(p["inplace"], p["naive"])],
+    "inplace": lambda p: [memcpy_gone(p["inplace"], p["naive"]), fewer_masking_ops(p["inplace"], p["naive"]),
+                          inplace_saves_memory(p["inplace"], p["naive"])],
     "sdpa_math": lambda p: [many_kernels(p["sdpa_math"]), math_fp32_gemms(p["sdpa_math"]),
-                            mask_rebuilt(p["sdpa_math"]), safe_softmax(p["sdpa_math"])],
+                            mask_rebuilt(p["sdpa_math"]), safe_softmax(p["sdpa_math"]),
+                            math_slower_than_naive(p["sdpa_math"], p["naive"])],
     "sdpa_efficient": lambda p: [single_kernel(p["sdpa_efficient"], "CUTLASS (xformers mem-efficient)")],
     "sdpa_flash": lambda p: [single_kernel(p["sdpa_flash"], "FlashAttention-2")],
     "sdpa_cudnn": lambda p: [single_kernel(p["sdpa_cudnn"], "cuDNN"),
                              no_transposes(p["sdpa_cudnn"], [p["sdpa_flash"], p["sdpa_efficient"]]),
                              launched_by_ex(p["sdpa_cudnn"]),
+                             cudnn_cpu_heavier(p["sdpa_cudnn"], [p["sdpa_flash"], p["sdpa_efficient"]]),
                              fastest_backend({k: p[k] for k in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")},
                                              p.get("sdpa_auto"))],
     "hub_flash": lambda p: hub_verdicts(p["hub_flash"], p["sdpa_flash"]),
 }
-NEEDS = {"inplace": ("naive",), "sdpa_cudnn": ("sdpa_flash", "sdpa_efficient"), "hub_flash": ("sdpa_flash",)}
+NEEDS = {"inplace": ("naive",), "sdpa_math": ("naive",), "sdpa_cudnn": ("sdpa_flash", "sdpa_efficient"),
+         "hub_flash": ("sdpa_flash",)}
+
+
+def verdicts(stage: str, profiles: Profiles) -> list[Verdict]:
+    """The verdicts on `stage`'s claims (a claim its trace cannot judge is left out)."""
+    return [v for v in CHECKS[stage](profiles) if v is not None]
 
 # --- beyond the article: torch.compile and FlexAttention (their pages' own modules) -------------
 from .compiled import verdict_list as compiled_verdicts  # noqa: E402
@@ -253,13 +315,10 @@ NEEDS |= {"naive_compiled": ("naive",), "flex": ("sdpa_flash",), "flex_sliding":
 
 def check(stage: str, profiles: Profiles) -> pd.DataFrame:
     """The article's claims about `stage`, each with this trace's evidence and a verdict."""
-    return table(CHECKS[stage](profiles))
+    return table(verdicts(stage, profiles))
 
 
-def revealed(profiles: Profiles) -> dict[str, str]:
-    """One line per stage for the closing table: each claim and its verdict on this GPU."""
-    lines = {}
-    for stage in CHECKS:
-        if stage in profiles and all(n in profiles for n in NEEDS.get(stage, ())):
-            lines[stage] = "; ".join(f"{v.claim}: {v.verdict}" for v in CHECKS[stage](profiles))
-    return lines
+def revealed(profiles: Profiles) -> dict[str, list[Verdict]]:
+    """Every verdict of every stage that `profiles` can judge, for the closing table."""
+    return {stage: verdicts(stage, profiles) for stage in CHECKS
+            if stage in profiles and all(n in profiles for n in NEEDS.get(stage, ()))}

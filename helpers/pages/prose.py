@@ -1,9 +1,11 @@
 """Numbers for the prose: every figure in a sentence comes from the run, through myst-nb's glue."""
 from __future__ import annotations
 
-from IPython.display import Markdown
+from IPython.display import HTML
 
 from ..profiling.profile import Profile
+from .claims import forward_memory_bytes
+from .perfetto import trace_links
 
 
 def glue(name: str, value) -> None:
@@ -27,6 +29,9 @@ def glue_summary(prof: Profile, prefix: str | None = None) -> dict:
     }
     if s["do_bench_us"] is not None:
         values["do_bench_us"] = round(float(s["do_bench_us"]), 1)
+    # what one forward needed at its peak, beyond what it started with (the provenance records it)
+    needed = forward_memory_bytes(prof)
+    values["forward_mib"] = "not recorded" if needed is None else f"{needed / 2**20:,.0f}"
     for key, value in values.items():
         glue(f"{prefix}_{key}", value)
     return values
@@ -38,13 +43,11 @@ def glue_profiles(profiles) -> None:
         glue_summary(prof)
 
 
-def perfetto_note(prof: Profile) -> Markdown:
-    """How to open this very trace in Perfetto."""
-    where = (f"`{prof.trace_path.relative_to(prof.trace_path.parents[2])}`"
-             if prof.trace_path else "the file `prof.save('trace.json.gz')` writes")
-    return Markdown(
-        f"**Open the raw trace in Perfetto.** The trace behind this page is {where}. "
-        "Go to [ui.perfetto.dev](https://ui.perfetto.dev), choose *Open trace file*, and pick it: "
-        "Perfetto reads the gzipped chrome trace as it is. Live, save yours with "
-        "`prof.save('my_trace.json.gz')`. Find `attn_fwd` in a `ProfilerStep#` row, then follow the "
-        "arrows from each `cudaLaunchKernel` / `cuLaunchKernelEx` to its kernel on the GPU stream.")
+def perfetto_note(prof: Profile) -> HTML:
+    """The trace behind the page, to download or to open in Perfetto, and what to look for there."""
+    return trace_links(prof, note=(
+        "<p>Perfetto reads the gzipped trace as it is, in your browser (it may first ask you to "
+        "confirm that this page may open a trace). Live, save yours with "
+        "<code>prof.save('my_trace.json.gz')</code>. Find <code>attn_fwd</code> in a "
+        "<code>ProfilerStep#</code> row, then follow the arrows from each <code>cudaLaunchKernel</code> / "
+        "<code>cuLaunchKernelEx</code> to its kernel on the GPU stream.</p>"))

@@ -5,10 +5,13 @@ from typing import Sequence
 
 import pandas as pd
 
+from ..profiling.modes import resolve_mode
 from ..profiling.names import decode
 from ..profiling.profile import Profile
-from ..profiling.stages import get_stage
+from ..profiling.replay import recorded_shapes
+from ..profiling.stages import DEFAULT_SHAPE, STAGES
 from .article import reference_columns
+from .verdicts import Verdict, lesson
 
 # kernel names are the lesson: never cut them short
 pd.set_option("display.max_colwidth", None)
@@ -17,15 +20,16 @@ pd.set_option("display.width", 250)
 
 
 def kernel_table(prof: Profile, step: int | None = None) -> pd.DataFrame:
-    """One forward's GPU events with each name decoded and its launch arguments."""
+    """One forward's GPU events in launch order (#): the kernel, what launched it and the aten op
+    first (where a reader looks to tell who made a Memcpy), then its time and launch arguments."""
     k = prof.kernels(step)
     k.index = pd.RangeIndex(1, len(k) + 1, name="#")
     return pd.DataFrame({
         "kernel": k["name"],
-        "kind": k["kind"],
-        "reads as": k["summary"],
         "launched by": k["launched_by"],
         "aten op": k["top_aten_op"].where(k["top_aten_op"] == k["aten_op"], k["top_aten_op"] + " → " + k["aten_op"]),
+        "kind": k["kind"],
+        "reads as": k["summary"],
         "µs": k["dur_us"].round(1),
         "regs/thread": k["registers_per_thread"],
         "shared mem (B)": k["shared_memory_bytes"],
@@ -58,19 +62,34 @@ def summary_table(profiles: Sequence[Profile]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("stage")
 
 
-def at_a_glance(profiles: dict, revealed: dict[str, str]) -> pd.DataFrame:
-    """The article's closing table rebuilt from these runs, beside the article's A100 reference."""
+def closing_stages(mode: str = "auto") -> list[str]:
+    """Every registered stage the closing table can show, in the registry's order: live, all of
+    them (one this GPU can't run is replayed); in replay, those recorded at the default shape."""
+    if resolve_mode(mode) == "live":
+        return list(STAGES)
+    return [s for s in STAGES if DEFAULT_SHAPE in recorded_shapes(s)]
+
+
+def at_a_glance(profiles: dict, revealed: dict[str, list[Verdict]]) -> pd.DataFrame:
+    """The article's closing table rebuilt from these runs: one row per stage, its numbers, and
+    the one lesson its trace taught (a claim that differs here before one that holds), every
+    verdict behind it; the article's A100 figures beside them, in columns labelled as its own."""
     rows = []
     for name, prof in profiles.items():
         s = prof.summary()
-        rows.append({"variant": get_stage(name).title, "what changed": get_stage(name).what_changed,
-                     "GPU events per forward": s["gpu_events"], "GPU µs": round(s["gpu_time_us"], 1),
+        verdicts = list(revealed.get(name, []))
+        taught = lesson(verdicts)
+        rows.append({"stage": name, "GPU events": s["gpu_events"], "GPU µs": round(s["gpu_time_us"], 1),
                      "CPU µs": round(s["cpu_time_us"], 1),
-                     "do_bench µs": None if s["do_bench_us"] is None else round(s["do_bench_us"], 1),
-                     "what the trace revealed": revealed.get(name, ""),
-                     "measured": f"{prof.mode} on {prof.provenance.gpu}"})
-    frame = pd.DataFrame(rows, index=pd.Index(list(profiles), name="stage"))
-    return frame.join(reference_columns(profiles))
+                     "what the trace revealed": (f"{taught.claim} — {taught.verdict}" if taught
+                                                 else "no claim of the article to check"),
+                     "every verdict": verdicts})
+    frame = pd.DataFrame(rows).set_index("stage").join(reference_columns(profiles))
+    where = sorted({f"{p.mode} on {p.provenance.gpu} (torch {p.provenance.torch})" for p in profiles.values()})
+    # the renderer opens the lesson onto every verdict
+    frame.attrs = {"expand": {"what the trace revealed": "every verdict"},
+                   "caption": f"Measured: {'; '.join(where)}. GPU and CPU time per forward."}
+    return frame
 
 
 def decoded_fields(prof: Profile, step: int | None = None) -> pd.DataFrame:
@@ -78,7 +97,8 @@ def decoded_fields(prof: Profile, step: int | None = None) -> pd.DataFrame:
     rows = []
     for name in prof.gpu_events(step).query("category == 'kernel'")["name"]:
         k = decode(name)
-        fields = {"kind": k.kind, "library": k.library, "op": k.op, "dtype": k.dtype, "math": k.math,
+        # the name itself first, whole: every field below is read from it
+        fields = {"name": name, "kind": k.kind, "library": k.library, "op": k.op, "dtype": k.dtype, "math": k.math,
                   "arch": k.arch, "tile": k.tile, **k.details}
         rows += [{"kernel": k.summary, "field": f, "value": str(v)} for f, v in fields.items()
                  if v not in (None, "", [], {})]
