@@ -251,11 +251,8 @@ def cudnn_cpu_heavier(cudnn: Profile, others: list[Profile]) -> Verdict:
 
 
 def forward_memory_bytes(prof: Profile) -> int | None:
-    """What one forward allocated beyond what it started with: the peak during the forward minus
-    the memory allocated just before it (recorded in the provenance, live and in replay)."""
-    p = prof.provenance
-    peak, before = getattr(p, "peak_memory_bytes", None), getattr(p, "memory_before_bytes", None)
-    return None if peak is None or before is None else int(peak) - int(before)
+    """What one forward allocated beyond what it started with (see Profile.forward_memory_bytes)."""
+    return prof.forward_memory_bytes
 
 
 def inplace_saves_memory(inplace: Profile, naive: Profile) -> Verdict | None:

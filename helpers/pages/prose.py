@@ -4,7 +4,6 @@ from __future__ import annotations
 from IPython.display import HTML
 
 from ..profiling.profile import Profile
-from .claims import forward_memory_bytes
 from .perfetto import trace_links
 
 
@@ -30,7 +29,7 @@ def glue_summary(prof: Profile, prefix: str | None = None) -> dict:
     if s["do_bench_us"] is not None:
         values["do_bench_us"] = round(float(s["do_bench_us"]), 1)
     # what one forward needed at its peak, beyond what it started with (the provenance records it)
-    needed = forward_memory_bytes(prof)
+    needed = prof.forward_memory_bytes
     values["forward_mib"] = "not recorded" if needed is None else f"{needed / 2**20:,.0f}"
     for key, value in values.items():
         glue(f"{prefix}_{key}", value)

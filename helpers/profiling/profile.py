@@ -98,6 +98,14 @@ class Profile:
         """Thread names by tid, as the trace's metadata gives them."""
         return self._parsed.threads
 
+    @property
+    def forward_memory_bytes(self) -> int | None:
+        """What one forward allocated beyond what it started with: the peak during the forward
+        minus the memory allocated just before it (in the provenance, live and in replay)."""
+        p = self.provenance
+        peak, before = getattr(p, "peak_memory_bytes", None), getattr(p, "memory_before_bytes", None)
+        return None if peak is None or before is None else int(peak) - int(before)
+
     def banner(self) -> str:
         if self.provenance.source == "trace":
             where = self.trace_path.name if self.trace_path else self.stage
