@@ -65,7 +65,8 @@ if step notebooks; then
 import glob, sys, time, nbformat, nbclient
 out = sys.argv[1]
 total = time.time()
-for path in sorted(glob.glob("notebooks/*.ipynb")):
+# the roofline chapter last: live, it runs ncu on every stage (minutes)
+for path in sorted(glob.glob("notebooks/*.ipynb"), key=lambda p: ("09_roofline" in p, p)):
     nb = nbformat.read(path, 4)
     t = time.time()
     try:
