@@ -310,6 +310,16 @@ def sweep_verdicts(sweep: pd.DataFrame, stages: tuple[str, ...] = ("flex", "flex
     return table([gap_closes(sweep, s) for s in present]).rename(columns={"the article": "this page claims"})
 
 
+def _float(value):
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _ratio(row) -> str:
+    # do_bench is absent where Triton is not installed: say so rather than print a number
+    value = _float(row["do_bench / GPU"])
+    return "not measured" if value is None else f"{value:.2f}"
+
+
 def glue_sweep(sweep: pd.DataFrame) -> dict:
     """Glue each stage's sweep ends as `<stage>_sweep_...`: the smallest and largest seq, the times
     and the call / kernel ratio there, where the gap closes, and the range of the mask's set-up."""
@@ -320,9 +330,9 @@ def glue_sweep(sweep: pd.DataFrame) -> dict:
         at = closes_at(sweep, stage)
         setup = rows["mask set-up ms"].dropna()
         values = {"seq_lo": int(lo["seq"]), "seq_hi": int(hi["seq"]),
-                  "ratio_lo": f"{lo['do_bench / GPU']:.2f}", "ratio_hi": f"{hi['do_bench / GPU']:.2f}",
+                  "ratio_lo": _ratio(lo), "ratio_hi": _ratio(hi),
                   "gpu_lo": float(lo["GPU µs"]), "gpu_hi": float(hi["GPU µs"]),
-                  "bench_lo": float(lo["do_bench µs"]), "bench_hi": float(hi["do_bench µs"]),
+                  "bench_lo": _float(lo["do_bench µs"]), "bench_hi": _float(hi["do_bench µs"]),
                   "closes_at": f"from seq {at} on" if at is not None else "at no seq of the sweep",
                   "setup_min": f"{setup.min():.1f}" if len(setup) else "not recorded",
                   "setup_max": f"{setup.max():.1f}" if len(setup) else "not recorded"}

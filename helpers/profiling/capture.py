@@ -93,13 +93,15 @@ def _peak_memory(forward) -> tuple[int, int]:
     return before, torch.cuda.max_memory_allocated()
 
 
-def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = False,
+def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = True,
             activities=None, command: str | None = None) -> Profile:
     """Profile `stage` live: 3 warm-up calls, then schedule(wait=1, warmup=1, active=3).
 
     Beside the trace, the provenance records the first call's wall time (with compilation, for
     a torch.compile stage, whose generated code goes into `extra`), the set-up time outside the
-    forward, and the memory one forward needs (peak allocated, and allocated before it)."""
+    forward, and the memory one forward needs (peak allocated, and allocated before it). With
+    `independent_timer` (the default, as the pages compare the two) triton's do_bench times the
+    same forward too, where Triton is installed."""
     stage = get_stage(stage) if isinstance(stage, str) else stage
     stage.check(shape, "cuda" if torch.cuda.is_available() else "cpu")
     if stage.compiled:
