@@ -303,9 +303,9 @@ def check_toggles(v: Visit) -> None:
         details.scroll_into_view_if_needed()
         body = details.locator(".cell_output").first
         assert not details.evaluate("d => d.open") and not body.is_visible(), f"fold {i} starts open"
-        details.locator("summary").click()
+        details.locator(":scope > summary").click()
         assert details.evaluate("d => d.open") and body.is_visible(), f"fold {i} did not open"
-        details.locator("summary").click()
+        details.locator(":scope > summary").click()
         assert not details.evaluate("d => d.open") and not body.is_visible(), f"fold {i} did not close"
 
 
