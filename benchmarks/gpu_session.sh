@@ -11,9 +11,12 @@
 #              through it (space/run_on_server.py), then the tests of space/start.sh
 # What the recording steps wrote comes back packed in $OUT/recorded.tar.gz.
 #   STEPS="tests space" bash benchmarks/gpu_session.sh
+# NOTEBOOKS picks which notebooks the notebooks step executes (default: all of them):
+#   STEPS=notebooks NOTEBOOKS="notebooks/06c_flex.ipynb notebooks/09_roofline.ipynb" bash benchmarks/gpu_session.sh
 set -u
 OUT=${OUT:-/tmp/gpu_session}
 STEPS=${STEPS:-record ceilings own_model ncu tests notebooks space}
+NOTEBOOKS=${NOTEBOOKS:-notebooks/*.ipynb}
 mkdir -p "$OUT/executed"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 start=$(date +%s)
@@ -61,12 +64,13 @@ fi
 
 if step notebooks; then
   t=$(date +%s)
-  python3 - "$OUT" <<'PY' 2>&1 | tee "$OUT/notebooks.log"
-import glob, sys, time, nbformat, nbclient
-out = sys.argv[1]
+  # shellcheck disable=SC2086  # NOTEBOOKS is a list of paths or globs
+  python3 - "$OUT" $NOTEBOOKS <<'PY' 2>&1 | tee "$OUT/notebooks.log"
+import sys, time, nbformat, nbclient
+out, paths = sys.argv[1], sys.argv[2:]
 total = time.time()
 # the roofline chapter last: live, it runs ncu on every stage (minutes)
-for path in sorted(glob.glob("notebooks/*.ipynb"), key=lambda p: ("09_roofline" in p, p)):
+for path in sorted(paths, key=lambda p: ("09_roofline" in p, p)):
     nb = nbformat.read(path, 4)
     t = time.time()
     try:

@@ -1,6 +1,7 @@
 import gzip
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,26 @@ def load_static_book():
 def raw_document(path: Path) -> dict:
     with gzip.open(path, "rt") as f:
         return json.load(f)
+
+
+def raw_last_step(path: Path) -> tuple[list[tuple[dict, set[str]]], tuple[float, float], list[dict]]:
+    """The last profiler step's GPU events, read from the raw JSON with plain loops: each event (with
+    `launched_by`, the runtime or driver call of the same correlation id) and the names of the host ops
+    that hold that call; the step's (start, end); and all events."""
+    events = raw_document(path)["traceEvents"]
+    steps = [e for e in events if re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")) and e["ph"] == "X"]
+    last = max(steps, key=lambda e: int(e["name"].split("#")[1]))
+    lo, hi = last["ts"], last["ts"] + last["dur"]
+    calls = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
+             and e.get("ph") == "X" and lo <= e["ts"] <= hi}
+    ops = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
+    out = []
+    for e in sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                     and e["args"].get("correlation") in calls), key=lambda e: e["ts"]):
+        call = calls[e["args"]["correlation"]]
+        holders = {o["name"] for o in ops if o["ts"] <= call["ts"] and o["ts"] + o["dur"] >= call["ts"] + call["dur"]}
+        out.append((e | {"launched_by": call["name"]}, holders))
+    return out, (lo, hi), events
 
 
 @pytest.fixture(scope="session")

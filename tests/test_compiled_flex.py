@@ -12,7 +12,7 @@ from helpers.pages import claims, compiled, flex
 from helpers.profiling import inductor
 from helpers.profiling.replay import recorded_shapes
 from helpers.profiling.stages import SLIDING_WINDOW
-from conftest import raw_document
+from conftest import raw_document, raw_last_step
 
 STAGES = ("naive", "naive_compiled", "sdpa_flash", "flex", "flex_sliding")
 
@@ -23,22 +23,8 @@ def profiles():
 
 
 def raw_forward(prof):
-    """The last step's GPU events from the raw JSON, each with the names of the host ops that
-    hold its launching call: (event, holders)."""
-    events = raw_document(prof.trace_path)["traceEvents"]
-    steps = [e for e in events if re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")) and e["ph"] == "X"]
-    last = max(steps, key=lambda e: int(e["name"].split("#")[1]))
-    lo, hi = last["ts"], last["ts"] + last["dur"]
-    calls = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
-             and e.get("ph") == "X" and lo <= e["ts"] <= hi}
-    ops = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
-    out = []
-    for e in sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-                     and e["args"].get("correlation") in calls), key=lambda e: e["ts"]):
-        call = calls[e["args"]["correlation"]]
-        holders = {o["name"] for o in ops if o["ts"] <= call["ts"] and o["ts"] + o["dur"] >= call["ts"] + call["dur"]}
-        out.append((e | {"launched_by": call["name"]}, holders))
-    return out, (lo, hi), events
+    """The last step's GPU events from the raw JSON: ((event, holders), ...), the step's span, all events."""
+    return raw_last_step(prof.trace_path)
 
 
 def raw_cpu_names(prof):

@@ -6,7 +6,7 @@ import pytest
 
 from helpers import guesses, profile_stage, tables, claims
 from helpers.pages.guesses import Guess
-from conftest import TRACES, raw_document
+from conftest import TRACES, raw_document, raw_last_step
 
 STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "hub_flash", "sdpa_cudnn", "sdpa_auto",
           "naive_compiled", "flex", "flex_sliding"]
@@ -19,20 +19,7 @@ def profiles():
 
 def raw_forward(prof):
     """The last step's GPU events, from the raw JSON: (name, cat, launching op names)."""
-    events = raw_document(prof.trace_path)["traceEvents"]
-    steps = [e for e in events if re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")) and e["ph"] == "X"]
-    last = max(steps, key=lambda e: int(e["name"].split("#")[1]))
-    lo, hi = last["ts"], last["ts"] + last["dur"]
-    calls = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
-             and e.get("ph") == "X" and lo <= e["ts"] <= hi}
-    ops = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
-    out = []
-    for e in sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-                     and e["args"].get("correlation") in calls), key=lambda e: e["ts"]):
-        call = calls[e["args"]["correlation"]]
-        holders = {o["name"] for o in ops if o["ts"] <= call["ts"] and o["ts"] + o["dur"] >= call["ts"] + call["dur"]}
-        out.append((e["name"], e["cat"], holders))
-    return out
+    return [(e["name"], e["cat"], holders) for e, holders in raw_last_step(prof.trace_path)[0]]
 
 
 @pytest.mark.parametrize("stage", STAGES)
