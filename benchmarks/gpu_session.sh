@@ -57,7 +57,7 @@ if step tests; then
   t=$(date +%s)
   # every test that runs without a browser or a book build: the GPU ones, and the table tests
   # against the traces just recorded
-  timeout 480 python3 -m pytest -q -p no:cacheprovider -W ignore::UserWarning -m "not browser and not book" \
+  timeout 480 python3 -m pytest -q -p no:cacheprovider -W ignore::UserWarning -m "not browser" \
     --ignore=tests/test_space.py --ignore=tests/test_colab.py tests 2>&1 | tail -30 | tee "$OUT/pytest_gpu.log"
   took "gpu tests" "$t"
 fi

@@ -25,6 +25,8 @@ def toc_files() -> list[str]:
 def built_book(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("book")
     jb = Path(sys.executable).parent / "jupyter-book"
+    if not jb.exists():  # the GPU machine runs the tests without the book's build tools
+        pytest.skip(f"{jb} is not installed: pip install -r requirements.txt")
     result = subprocess.run([str(jb), "build", str(ROOT), "-W", "-n", "--keep-going", "--path-output", str(out)],
                             capture_output=True, text=True, timeout=3000)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
@@ -133,7 +135,9 @@ def _executed_outputs(path: Path) -> list:
 
 
 @pytest.mark.parametrize("name", ["02_inplace", "08_at_a_glance"])
-def test_restart_and_run_all_twice_gives_the_same_results(name):
+def test_restart_and_run_all_twice_gives_the_same_results(name, monkeypatch):
+    # the book's outputs are the replayed ones; live, every run measures afresh and differs
+    monkeypatch.setenv("ATTN_PROFILED_MODE", "replay")
     path = ROOT / "notebooks" / f"{name}.ipynb"
     first, second = _executed_outputs(path), _executed_outputs(path)
     assert first and first == second
