@@ -75,6 +75,7 @@ def test_recorded_trace_is_a_chrome_trace_perfetto_opens():
 def test_live_mode_without_cuda_is_refused(monkeypatch):
     # patched where resolve_mode looks it up, so that the test means the same on a GPU machine
     monkeypatch.setattr(helpers.profiling.modes, "cuda_available", lambda: False)
+    monkeypatch.delenv("ATTN_PROFILED_MODE", raising=False)  # "auto" must decide by CUDA alone
     with pytest.raises(StageUnavailable, match="mode='replay'"):
         profile_stage("naive", mode="live")
     assert helpers.resolve_mode("auto") == "replay"
