@@ -27,7 +27,6 @@ from __future__ import annotations
 import importlib
 
 from .sources.anytrace import load_trace
-from . import views as _views  # noqa: F401  (in a notebook: the book's table renderer, views.render)
 from .sources.modes import MODES, cuda_available, profile_stage, profile_stages, resolve_mode
 from .core.profile import Profile, Provenance, TraceError
 from .sources.replay import recorded_shapes
@@ -58,7 +57,7 @@ MODULES = {
     "own_model": "helpers.chapters.own_model",
 }
 # functions that load on first use: profile_code imports torch, `import helpers` does not
-FUNCTIONS = {"profile_code": "helpers.sources.own_code"}
+FUNCTIONS = {"profile_code": "helpers.sources.own_code", "use_book_style": "helpers.views.style"}
 
 
 def __getattr__(name: str):
@@ -75,4 +74,4 @@ def __getattr__(name: str):
 
 __all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Profile", "Provenance", "Shape", "Stage",
            "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
-           "profile_code", "profile_stage", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]
+           "profile_code", "profile_stage", "use_book_style", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]

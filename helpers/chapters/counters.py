@@ -26,7 +26,6 @@ from ..core import config
 from ..core.stages import DEFAULT_SHAPE, Shape
 from .claims import hbm_traffic
 from ..views.prose import glue
-from ..views.tables import kernel_table as _  # noqa: F401  (the book's pandas display: names never cut)
 
 MB = 1e6
 COPIES = "copies MB (trace)"   # memcpy and memset: no kernel, so no ncu row; their bytes come from the trace

@@ -30,7 +30,6 @@ from ..core.stages import DEFAULT_SHAPE, Shape
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
 from .counters import Counters, flops_per_unit, kernel_flops
 from ..views.prose import glue
-from ..views.tables import kernel_table as _  # noqa: F401  (the book's pandas display: names never cut)
 
 TB = 1e12
 # the stages whose counters were recorded at several sequence lengths too

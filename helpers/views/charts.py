@@ -24,16 +24,20 @@ KIND_COLORS = {
 SERIES_COLORS = {"GPU time": "#4C78A8", "CPU time": "#F58518", "do_bench": "#54A24B"}
 MUTED = "#8A8F98"  # readable on the light and the dark theme alike
 
-pio.templates["attention_profiled"] = go.layout.Template(layout=go.Layout(
-    font=dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=13, color=MUTED),
-    paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
-    xaxis=dict(gridcolor="rgba(138,143,152,0.25)", zerolinecolor="rgba(138,143,152,0.4)"),
-    yaxis=dict(gridcolor="rgba(138,143,152,0.25)", zerolinecolor="rgba(138,143,152,0.4)"),
-    hoverlabel=dict(font=dict(family="ui-monospace, SFMono-Regular, Menlo, monospace", size=12),
-                    align="left"),
-    margin=dict(l=60, r=20, t=90, b=50),
-    legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"),
-    colorway=list(KIND_COLORS.values())))
+TEMPLATE = "attention_profiled"   # the book's plotly template, registered by use_book_style()
+
+
+def book_template() -> go.layout.Template:
+    return go.layout.Template(layout=go.Layout(
+        font=dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=13, color=MUTED),
+        paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
+        xaxis=dict(gridcolor="rgba(138,143,152,0.25)", zerolinecolor="rgba(138,143,152,0.4)"),
+        yaxis=dict(gridcolor="rgba(138,143,152,0.25)", zerolinecolor="rgba(138,143,152,0.4)"),
+        hoverlabel=dict(font=dict(family="ui-monospace, SFMono-Regular, Menlo, monospace", size=12),
+                        align="left"),
+        margin=dict(l=60, r=20, t=90, b=50),
+        legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"),
+        colorway=list(KIND_COLORS.values())))
 
 
 def _only_used_templates(fig_dict: dict) -> dict:
@@ -65,12 +69,14 @@ class BookRenderer(MimetypeRenderer):
         return bundle
 
 
-pio.renderers["book"] = BookRenderer()
-# Colab draws neither plotly's mimetype nor a div that expects the book's plotly.js: its own
-# renderer inlines plotly.js in the output
-NOTEBOOK_RENDERER = "colab" if "google.colab" in sys.modules else "book"
-pio.renderers.default = NOTEBOOK_RENDERER
-pio.templates.default = "plotly+attention_profiled"
+def install() -> None:
+    """The book's plotly style (called by helpers.use_book_style): its template by default, and
+    its renderer; Colab draws neither plotly's mimetype nor a div that expects the book's
+    plotly.js, so there its own renderer inlines plotly.js in the output."""
+    pio.templates[TEMPLATE] = book_template()
+    pio.templates.default = f"plotly+{TEMPLATE}"
+    pio.renderers["book"] = BookRenderer()
+    pio.renderers.default = "colab" if "google.colab" in sys.modules else "book"
 
 
 def literal(text: str) -> str:

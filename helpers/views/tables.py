@@ -13,10 +13,6 @@ from ..core.stages import DEFAULT_SHAPE, STAGES
 from ..core.article import reference_columns
 from .verdicts import Verdict, lesson
 
-# kernel names are the lesson: never cut them short
-pd.set_option("display.max_colwidth", None)
-pd.set_option("display.max_columns", 40)
-pd.set_option("display.width", 250)
 
 
 def kernel_table(prof: Profile, step: int | None = None) -> pd.DataFrame:
