@@ -22,7 +22,7 @@ from .counters import Counters
 from ..views.prose import glue
 from ..sources.modes import profile_stage
 from ..core.profile import Profile, TraceError
-from ..core.stages import DEFAULT_SHAPE, Shape
+from ..core.stages import DEFAULT_SHAPE, Shape, get_stage
 from ..occupancy.calculator import occupancy
 from ..occupancy.charts import limiter_label
 from ..occupancy.gpus import gpu_spec
@@ -178,7 +178,8 @@ def glue_truth(table: pd.DataFrame, prefix: str = "truth") -> dict:
     values |= {"partial": len(partial),
                "partial_max_achieved": f"{partial['ncu achieved %'].max():.0f}" if len(partial) else "—",
                "partial_min_achieved": f"{partial['ncu achieved %'].min():.0f}" if len(partial) else "—"}
-    for stage, key in (("sdpa_cudnn", "cudnn"), ("sdpa_flash", "flash")):
+    for stage in ("sdpa_cudnn", "sdpa_flash"):
+        key = get_stage(stage).short
         r = main(stage)
         if r is None:
             continue
