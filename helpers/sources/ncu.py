@@ -239,6 +239,9 @@ def record_jobs(jobs: list[dict], out_dir: Path, metrics: list[str], ncu: str | 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rep, raw, renamed = run_page(jobs, out_dir, metrics, ncu, on_done)
+    # both exports stay beside the report: what the split below read, should it refuse them
+    rep.with_suffix(".raw.csv").write_text(raw)
+    rep.with_suffix(".ranges.csv").write_text(renamed)
     tables = {}
     for name, text in split_by_range(raw, renamed, [j["name"] for j in jobs]).items():
         tables[name] = out_dir / f"{name}.csv"
