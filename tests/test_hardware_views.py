@@ -337,7 +337,8 @@ def page_exports(names: list[str]) -> tuple[str, str]:
             row = [str(next_id)] + row[1:]
             next_id += 1
             raw.append(row)
-            renamed.append([name if h == "Kernel Name" else v for h, v in zip(header, row)])
+            # as ncu 2025.3 renames it: "<range>/<kernel>" (benchmarks/results/gpu_live_19)
+            renamed.append([f"{name}/{v}" if h == "Kernel Name" else v for h, v in zip(header, row)])
     out = []
     for rows in (raw, renamed):
         buffer = io.StringIO()

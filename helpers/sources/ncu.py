@@ -180,8 +180,9 @@ def split_by_range(raw: str, renamed: str, names: list[str]) -> dict[str, str]:
     for ra, rb in zip(rows_a, rows_b):
         if ra[id_a] != rb[id_b]:
             raise RuntimeError(f"ncu's two exports disagree on the kernel IDs ({ra[id_a]} and {rb[id_b]})")
+        # ncu 2025.3 names a kernel "<range>/<kernel>" (the H200 run of benchmarks/results/gpu_live_19)
         label = rb[name_b]
-        job = label if label in parts else next((n for n in names if label.endswith(n) or n in label), None)
+        job = label if label in parts else label.split("/", 1)[0] if label.split("/", 1)[0] in parts else None
         if job is None:
             raise RuntimeError(f"a kernel of ncu's report is in no job's NVTX range (it reads {label[:120]!r})")
         parts[job].append(ra)
