@@ -79,6 +79,15 @@ def shape_explorer(stages):
     return widgets.shape_explorer(stages, lambda stage, shape: profile_stage(stage, shape, quiet=True), recorded)
 
 
+def profile_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto"):
+    """The hub_flash page's trace (hub_flash live if `kernels` loads it, else its replay, else
+    sdpa_flash's, labelled), as `hub.HubFlash`."""
+    from .chapters.hub_flash import HubFlash
+    from .sources.hub import fetch_hub_flash
+    prof, line, stand_in = fetch_hub_flash(shape, mode)
+    return HubFlash(prof, line, stand_in)
+
+
 def __getattr__(name: str):
     if name in MODULES:
         module = importlib.import_module(MODULES[name])
@@ -92,6 +101,6 @@ def __getattr__(name: str):
 
 
 __all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Decision", "Profile", "Provenance", "Shape", "Stage",
-           "closing_stages", "decide", "shape_explorer", "sweep",
+           "closing_stages", "decide", "profile_hub_flash", "shape_explorer", "sweep",
            "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
            "profile_code", "profile_stage", "use_book_style", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]

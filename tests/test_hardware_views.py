@@ -350,7 +350,7 @@ def page_exports(names: list[str]) -> tuple[str, str]:
 @pytest.fixture
 def fake_live(monkeypatch, tmp_path):
     import helpers.chapters.counters as module
-    import helpers.sources.capture as capture
+    import helpers.sources.provenance as provenance
     pages = []   # one entry per ncu process: the jobs it ran
 
     def run_page(jobs, out_dir, metrics, exe, on_done=None):
@@ -367,7 +367,9 @@ def fake_live(monkeypatch, tmp_path):
     monkeypatch.setattr(ncu, "version", lambda exe: PROVENANCE["ncu"])
     monkeypatch.setattr(ncu, "live_metrics", lambda exe, cache=None: list(ncu.BASE_METRICS))
     monkeypatch.setattr(ncu, "run_page", run_page)
-    monkeypatch.setattr(capture, "driver_version", lambda: PROVENANCE["driver"])
+    monkeypatch.setattr(provenance, "device_facts", lambda: {
+        "gpu": _Props.name, "capability": "9.0", "sm_count": _Props.multi_processor_count,
+        "driver": PROVENANCE["driver"], "torch": PROVENANCE["torch"], "cuda": "?", "cudnn": "?"})
     monkeypatch.setattr("torch.cuda.get_device_properties", lambda i: _Props())
     monkeypatch.setattr(module, "cache_dir", lambda gpu, torch_version: tmp_path / "cache")
     (tmp_path / "cache").mkdir()

@@ -123,7 +123,7 @@ def _cached(name: str, out: Path) -> pd.DataFrame | None:
 def _live(stage_jobs: list[tuple[str, Shape]], gpu: str | None) -> Counters:
     import torch
 
-    from ..sources.capture import driver_version
+    from ..sources.provenance import device_facts
     props = torch.cuda.get_device_properties(0)
     out = cache_dir(props.name, torch.__version__)
     recorded = ncu.provenance(gpu) if (ncu.recording_dir(gpu) / "provenance.json").exists() else {}
@@ -156,8 +156,8 @@ def _live(stage_jobs: list[tuple[str, Shape]], gpu: str | None) -> Counters:
         bar.description, label.value = "done", f"<small>reports in {out}</small>"
     calibration = {c["name"]: found[c["name"]] for c in calibrations}
     kernels = {(stage, shape.key): found[ncu.recording_name(stage, shape)] for stage, shape in stage_jobs}
-    prov = {"gpu": props.name, "capability": f"{props.major}.{props.minor}",
-            "sm_count": props.multi_processor_count, "driver": driver_version(),
+    facts = device_facts()
+    prov = {**{k: facts[k] for k in ("gpu", "capability", "sm_count", "driver")},
             "ncu": ncu.version(ncu.find_ncu()), "torch": torch.__version__, "folder": str(out),
             "calibration": calibrations}
     notes = [f"{reused} of the {len(jobs)} recordings were this machine's from an earlier run or page, in {out}"] if reused else []

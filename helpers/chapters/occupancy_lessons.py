@@ -13,8 +13,6 @@ stage traces and helpers.occupancy, never typed in. The notebook only calls thes
 """
 from __future__ import annotations
 
-import gzip
-import json
 import math
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from ..views.questions import Guess, ask, show_verdict, verdict  # noqa: F401  (
 from ..sources.modes import profile_stage, resolve_mode
 from ..core.profile import Profile, TraceError
 from ..core.stages import ARTICLE_STAGES, StageUnavailable
+from ..core.tracefile import read_document
 from ..occupancy.calculator import UNLIMITED, Occupancy, kineto_estimated_occupancy_pct, occupancy
 from ..occupancy.charts import limiter_label, spec_of
 from ..occupancy.drawing import draw_result, to_image
@@ -461,10 +460,9 @@ def _load_recording(path: Path | None = None) -> tuple[list[dict], dict]:
     path = path or settings.recording_path("experiment", SMEM_CLIFF)
     # the experiment's provenance is not a stage's, so not Profile.load: the raw document
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            document = json.load(f)
+        document = read_document(path, show_progress=False)
         return document["traceEvents"], document["provenance"]
-    except (OSError, EOFError, ValueError, KeyError) as err:
+    except (TraceError, OSError, EOFError, ValueError, KeyError) as err:
         raise TraceError(f"The recorded shared-memory experiment {path} is missing or corrupt "
                          f"({type(err).__name__}: {err}); restore it with `git checkout -- "
                          f"{path.relative_to(ROOT)}`, or run the experiment on a GPU with "

@@ -1,11 +1,8 @@
 """Profile a stage live on this machine's GPU with torch.profiler, as the article does."""
 from __future__ import annotations
 
-import datetime as dt
-import functools
 import json
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -16,6 +13,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from ..core.errors import TraceError
+from .provenance import device_facts, driver_version, now  # noqa: F401  (driver_version: re-exported)
 from ..core.profile import Profile, Provenance
 from ..core.stages import DEFAULT_SHAPE, Shape, Stage, get_stage, reset_compiled
 
@@ -23,27 +21,10 @@ WARMUP_CALLS = 3
 SCHEDULE = dict(wait=1, warmup=1, active=3)
 
 
-@functools.lru_cache(maxsize=1)
-def driver_version() -> str:
-    """The NVIDIA driver's version (nvidia-smi, asked once per process)."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def device_provenance(stage: str, shape: Shape, command: str | None = None) -> dict:
     """GPU, driver and library versions of this process, as provenance fields."""
-    props = torch.cuda.get_device_properties(0)
-    return dict(
-        stage=stage, shape=shape.as_dict(), gpu=props.name,
-        capability=f"{props.major}.{props.minor}", sm_count=props.multi_processor_count,
-        driver=driver_version(), torch=torch.__version__, cuda=str(torch.version.cuda),
-        cudnn=str(torch.backends.cudnn.version()),
-        date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        command=command or " ".join(shlex.quote(a) for a in sys.argv))
+    return dict(stage=stage, shape=shape.as_dict(), **device_facts(), date=now(),
+                command=command or " ".join(shlex.quote(a) for a in sys.argv))
 
 
 def cuda_event_time_us(fn, repeats: int = 20) -> float:

@@ -1,6 +1,7 @@
 """Live or replay: where CUDA is present a stage is profiled live, else its recorded trace is loaded."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from ..core import config
@@ -10,7 +11,14 @@ from .replay import recorded_shapes, replay
 from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable, get_stage
 
 
+# without one of these device files no GPU is visible to this process (NVIDIA's, or ROCm's that
+# torch.cuda also drives), and replay need not import torch to find that out (~2 s of CPU)
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd")
+
+
 def cuda_available() -> bool:
+    if not any(os.path.exists(f) for f in GPU_DEVICE_FILES):
+        return False
     import torch
     return torch.cuda.is_available()
 

@@ -23,7 +23,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from ..core import trace
-from .capture import SCHEDULE, WARMUP_CALLS, driver_version
+from .capture import SCHEDULE, WARMUP_CALLS
+from .provenance import device_facts, now
 from ..core.profile import Profile, Provenance
 from ..core.progress import progress as progress_bar
 
@@ -35,16 +36,6 @@ def _where(fn: Callable) -> str:
         return f"{inspect.getsourcefile(target)}:{inspect.getsourcelines(target)[1]}"
     except (TypeError, OSError):
         return ""
-
-
-def _device_facts() -> dict:
-    if not torch.cuda.is_available():
-        return dict(gpu="no GPU (CPU only)", capability="unknown", sm_count="unknown", driver="unknown",
-                    cuda="unknown", cudnn="unknown")
-    props = torch.cuda.get_device_properties(0)
-    return dict(gpu=props.name, capability=f"{props.major}.{props.minor}",
-                sm_count=props.multi_processor_count, driver=driver_version(),
-                cuda=str(torch.version.cuda), cudnn=str(torch.backends.cudnn.version()))
 
 
 def profile_code(fn: Callable, *args: Any, annotation: str = "my_code", steps: int = 3,
@@ -101,12 +92,11 @@ def profile_code(fn: Callable, *args: Any, annotation: str = "my_code", steps: i
                       RuntimeWarning, stacklevel=2)
     name = getattr(fn, "__qualname__", type(fn).__name__)
     provenance = Provenance(
-        stage=annotation, shape={}, torch=torch.__version__,
-        date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        stage=annotation, shape={}, date=now(),
         command=" ".join(shlex.quote(a) for a in sys.argv), cupti=saw_gpu, source="code",
         extra={"function": name, "defined_at": _where(fn), "annotation": annotation,
                "no_grad": no_grad, "steps": steps, "warmup_calls": warmup_calls},
-        **_device_facts())
+        **device_facts())
     result = Profile(events, provenance, None, annotation, document)
     if not quiet:
         print(result.banner())
