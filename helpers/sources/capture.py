@@ -8,6 +8,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
@@ -78,6 +79,28 @@ def _peak_memory(forward) -> tuple[int, int]:
     return before, torch.cuda.max_memory_allocated()
 
 
+def profile_steps(step: Callable[[], object], plan: dict, activities, sync: Callable[[], None],
+                  record_shapes: bool = True, on_step: Callable[[], None] | None = None,
+                  profiler_options: dict | None = None) -> dict:
+    """The one capture loop: `step()` once per profiler step under `schedule(**plan)`, then the
+    chrome trace torch.profiler wrote, as a document. Stages (`capture`), any callable
+    (`profile_code`) and the recording tools all profile through it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.json"
+        with profile(activities=activities, schedule=schedule(**plan), record_shapes=record_shapes,
+                     on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+                     **(profiler_options or {})) as prof:
+            # no synchronize between steps, as in the article: the CPU runs ahead, so kernels
+            # launched in one step can finish in the next (attribution is by correlation id)
+            for _ in range(sum(plan.values())):
+                step()
+                prof.step()
+                if on_step is not None:
+                    on_step()
+            sync()
+        return json.loads(path.read_text())
+
+
 def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = True,
             activities=None, command: str | None = None) -> Profile:
     """Profile `stage` live: 3 warm-up calls, then schedule(wait=1, warmup=1, active=3).
@@ -99,17 +122,7 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
     memory_before, peak_memory = _peak_memory(forward)  # the last warm-up call
 
     activities = activities or [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "trace.json"
-        with profile(activities=activities, schedule=schedule(**SCHEDULE), record_shapes=True,
-                     on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
-            # no synchronize between steps, as in the article: the CPU runs ahead, so kernels
-            # launched in one step can finish in the next (attribution is by correlation id)
-            for _ in range(sum(SCHEDULE.values())):
-                forward()
-                prof.step()
-            torch.cuda.synchronize()
-        document = json.loads(path.read_text())
+    document = profile_steps(forward, SCHEDULE, activities, torch.cuda.synchronize)
 
     events = document["traceEvents"]
     fields = device_provenance(stage.name, shape, command)
