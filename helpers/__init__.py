@@ -25,6 +25,7 @@ This module is the top: it names what a notebook uses. The page modules load on 
 from __future__ import annotations
 
 import importlib
+import types
 
 from .sources.anytrace import load_trace
 from .sources.modes import (MODES, Decision, closing_stages, cuda_available, decide, profile_stage, profile_stages,
@@ -88,9 +89,45 @@ def profile_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto"):
     return HubFlash(prof, line, stand_in)
 
 
+def _quiet_profile(stage: str, shape: Shape, mode: str = "auto") -> Profile:
+    return profile_stage(stage, shape, mode, quiet=True)
+
+
+def _bound() -> dict[str, dict]:
+    """What a chapter's namespace fetches, bound here: the chapter module takes its acquisition as
+    an argument and never imports sources; `helpers.flex.gap_sweep(...)` is handed profile_stage."""
+    import functools
+
+    from .chapters import flex, occupancy_lessons
+    from .sources import modes, smem_cliff
+    return {
+        "flex": {"gap_sweep": functools.partial(flex.gap_sweep, fetch=_quiet_profile)},
+        "occupancy_lessons": {"load_stages": functools.partial(modes.load_stages, occupancy_lessons.STAGES),
+                              "smem_cliff_events": smem_cliff.fetch_smem_cliff},
+    }
+
+
+class _Namespace(types.ModuleType):
+    """A chapter's module with its acquisition bound (see _bound): every other name is the module's."""
+
+    def __init__(self, module: types.ModuleType, bound: dict):
+        super().__init__(module.__name__, module.__doc__)
+        self.__dict__.update(bound)
+        self._module = module
+
+    def __getattr__(self, name: str):
+        return getattr(self._module, name)
+
+    def __dir__(self):
+        return sorted(set(dir(self._module)) | set(self.__dict__))
+
+
 def __getattr__(name: str):
     if name in MODULES:
         module = importlib.import_module(MODULES[name])
+        bound = _bound().get(name) if name in ("flex", "occupancy_lessons") else None
+        if bound:
+            module = _Namespace(module, bound)
         globals()[name] = module
         return module
     if name in FUNCTIONS:

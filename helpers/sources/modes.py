@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Sequence
 
 from ..core import config
 from ..core.config import MODES
-from ..core.profile import Profile
+from ..core.profile import Profile, TraceError
 from .replay import recorded_shapes, replay
 from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable, get_stage
 
@@ -97,3 +98,26 @@ def closing_stages(mode: str = "auto") -> list[str]:
     if resolve_mode(mode) == "live":
         return list(STAGES)
     return [s for s in STAGES if DEFAULT_SHAPE in recorded_shapes(s)]
+
+
+def load_stages(stages: Sequence[str], mode: str = "auto") -> dict[str, Profile]:
+    """Each stage profiled live (on a GPU) or replayed; a stage this GPU cannot run is replayed
+    from the recording, and the one-line banner says which is which."""
+    profiles, notes = {}, []
+    for stage in stages:
+        try:
+            profiles[stage] = profile_stage(stage, mode=mode, quiet=True)
+        except StageUnavailable as err:
+            try:
+                profiles[stage] = profile_stage(stage, mode="replay", quiet=True)
+                notes.append(f"{stage} cannot run here ({err}); replaying its recording")
+            except TraceError:
+                notes.append(f"{stage} cannot run here and has no recording: left out")
+        except TraceError:
+            notes.append(f"{stage} has no recording: left out")
+    first = next(iter(profiles.values()))
+    how = "Replaying" if first.mode == "replay" else "Profiled live"
+    print(f"{how} {len(profiles)} stages: recorded on {first.provenance.description}.")
+    for note in notes:
+        print(f"  {note}")
+    return profiles
