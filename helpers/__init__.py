@@ -98,9 +98,16 @@ def _bound() -> dict[str, dict]:
     an argument and never imports sources; `helpers.flex.gap_sweep(...)` is handed profile_stage."""
     import functools
 
-    from .chapters import flex, occupancy_lessons
-    from .sources import modes, smem_cliff
+    from .chapters import flex, occupancy_lessons, roofline
+    from .sources import ceilings, modes, smem_cliff
+
+    def capture(stage, shape):
+        from .sources.capture import capture_cached
+        return capture_cached(stage, shape, independent_timer=True)
     return {
+        "roofline": {"load_ceilings": functools.partial(roofline.load_ceilings, fetch_live=ceilings.fetch_live,
+                                                        recorded=ceilings.load),
+                     "timings": functools.partial(roofline.timings, capture=capture)},
         "flex": {"gap_sweep": functools.partial(flex.gap_sweep, fetch=_quiet_profile)},
         "occupancy_lessons": {"load_stages": functools.partial(modes.load_stages, occupancy_lessons.STAGES),
                               "smem_cliff_events": smem_cliff.fetch_smem_cliff},
@@ -125,7 +132,7 @@ class _Namespace(types.ModuleType):
 def __getattr__(name: str):
     if name in MODULES:
         module = importlib.import_module(MODULES[name])
-        bound = _bound().get(name) if name in ("flex", "occupancy_lessons") else None
+        bound = _bound().get(name) if name in ("flex", "occupancy_lessons", "roofline") else None
         if bound:
             module = _Namespace(module, bound)
         globals()[name] = module

@@ -17,7 +17,10 @@ from conftest import ROOT, raw_document
 from helpers import DEFAULT_SHAPE, Shape, profile_stage
 from helpers.chapters import occupancy_truth as truth
 from helpers.chapters.occupancy_lessons import STAGES as OCCUPANCY_STAGES
-from helpers.chapters import counters, roofline
+import helpers
+from helpers.chapters import counters
+
+roofline = helpers.roofline   # its ceilings and timings bound to sources, as a notebook has them
 from helpers.sources import ncu
 from test_ncu import NCU_DIR, PROVENANCE, base, number, raw
 
@@ -427,7 +430,8 @@ def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(m
     recorded = ceilings.load()
     mine = recorded.copy()
     mine["value"] = mine["value"] / 4
-    monkeypatch.setattr(roofline, "resolve_mode", lambda mode="auto": "live")
+    import helpers.sources.modes as modes
+    monkeypatch.setattr(modes, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr(ceilings, "measure", lambda: mine)
     monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "NVIDIA L4")
     roof = roofline.load_ceilings(c, quiet=True)

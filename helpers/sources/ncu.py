@@ -595,6 +595,5 @@ def calibration_name(dtype: str, m: int, n: int, k: int) -> str:
 
 def recorded_shapes(stage: str, gpu: str | None = None) -> list[Shape]:
     """The shapes at which `stage`'s counters were recorded, by sequence length."""
-    shapes = [Shape.from_key(p.name.removesuffix(".csv").split("__", 1)[1])
-              for p in recording_dir(gpu).glob(f"{stage}__*.csv")]
-    return sorted(shapes, key=lambda s: (s.head_dim, s.seq, s.batch, s.heads))
+    from ..core.recordings import recorded_ncu_shapes
+    return recorded_ncu_shapes(stage, gpu)
