@@ -98,13 +98,16 @@ def _bound() -> dict[str, dict]:
     an argument and never imports sources; `helpers.flex.gap_sweep(...)` is handed profile_stage."""
     import functools
 
-    from .chapters import flex, occupancy_lessons, roofline
+    from .chapters import counters, flex, occupancy_lessons, roofline
     from .sources import ceilings, modes, smem_cliff
 
     def capture(stage, shape):
         from .sources.capture import capture_cached
         return capture_cached(stage, shape, independent_timer=True)
+    from .sources import counters as collecting
     return {
+        "counters": {"collect": collecting.collect, "cache_dir": collecting.cache_dir,
+                     "hbm_measured": functools.partial(counters.hbm_measured, fetch=_quiet_profile)},
         "roofline": {"load_ceilings": functools.partial(roofline.load_ceilings, fetch_live=ceilings.fetch_live,
                                                         recorded=ceilings.load),
                      "timings": functools.partial(roofline.timings, capture=capture)},
@@ -132,7 +135,7 @@ class _Namespace(types.ModuleType):
 def __getattr__(name: str):
     if name in MODULES:
         module = importlib.import_module(MODULES[name])
-        bound = _bound().get(name) if name in ("flex", "occupancy_lessons", "roofline") else None
+        bound = _bound().get(name) if name in ("counters", "flex", "occupancy_lessons", "roofline") else None
         if bound:
             module = _Namespace(module, bound)
         globals()[name] = module

@@ -18,7 +18,7 @@ from helpers import DEFAULT_SHAPE, Shape, profile_stage
 from helpers.chapters import occupancy_truth as truth
 from helpers.chapters.occupancy_lessons import STAGES as OCCUPANCY_STAGES
 import helpers
-from helpers.chapters import counters
+counters = helpers.counters   # collect bound to helpers.sources.counters, as a notebook has it
 
 roofline = helpers.roofline   # its ceilings and timings bound to sources, as a notebook has them
 from helpers.sources import ncu
@@ -234,7 +234,7 @@ def test_roofline_chart_draws_each_stage_under_both_roofs(collected, roof):
 # ---------------------------------------------------------------------------------- fallbacks
 
 def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, capsys):
-    import helpers.chapters.counters as module
+    import helpers.sources.counters as module
     monkeypatch.setattr(ncu, "find_ncu", lambda: None)
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
@@ -245,7 +245,7 @@ def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, caps
 
 
 def test_counters_not_permitted_fall_back_to_the_recording(monkeypatch, capsys, tmp_path):
-    import helpers.chapters.counters as module
+    import helpers.sources.counters as module
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr(ncu, "unavailable_reason", lambda: None)
     monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/local/cuda/bin/ncu")
@@ -352,7 +352,7 @@ def page_exports(names: list[str]) -> tuple[str, str]:
 
 @pytest.fixture
 def fake_live(monkeypatch, tmp_path):
-    import helpers.chapters.counters as module
+    import helpers.sources.counters as module
     import helpers.sources.provenance as provenance
     pages = []   # one entry per ncu process: the jobs it ran
 
