@@ -51,9 +51,13 @@ MODULES = {
     "occupancy_truth": "helpers.occupancy.truth",
     "breakdown": "helpers.pages.breakdown",
     "own_model": "helpers.pages.own_model",
+    "training": "helpers.pages.training",
 }
 # functions that load on first use: profile_code imports torch, `import helpers` does not
-FUNCTIONS = {"profile_code": "helpers.profiling.own_code"}
+FUNCTIONS = {"profile_code": "helpers.profiling.own_code",
+             "profile_training": "helpers.profiling.training", "profile_trainings": "helpers.profiling.training",
+             "memory_recording": "helpers.profiling.training", "snapshots": "helpers.profiling.training",
+             "inplace_here": "helpers.profiling.training"}
 
 
 def __getattr__(name: str):
@@ -70,4 +74,5 @@ def __getattr__(name: str):
 
 __all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Profile", "Provenance", "Shape", "Stage",
            "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
-           "profile_code", "profile_stage", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]
+           "profile_code", "profile_stage", "profile_training", "profile_trainings", "memory_recording",
+           "snapshots", "inplace_here", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]
