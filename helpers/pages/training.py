@@ -98,7 +98,7 @@ def held_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
                      "saved beyond inputs MiB": round(t["saved_new_bytes"] / MIB, 1) if not t.get("hooks_error") else None,
                      "seq×seq tensors saved": len({s.get("storage", i) for i, s in enumerate(sxs)}) if not t.get("hooks_error") else None,
                      "saved tensors (shape dtype)": "; ".join(
-                         f"{'×'.join(map(str, s['shape']))} {s['dtype']}" for s in saved) or
+                         f"{'×'.join(map(str, s['shape'])) or 'scalar'} {s['dtype']}" for s in saved) or
                      ("not visible to saved_tensors_hooks" if t.get("hooks_error") else "none"),
                      "one S×S bf16 MiB": round(score_bytes(shape) / MIB, 1),
                      "logsumexp fp32 MiB": round(lse_bytes(shape) / MIB, 2)})
@@ -169,8 +169,12 @@ def models_table(memory: dict) -> pd.DataFrame:
 
 
 def max_seq_table(memory: dict) -> pd.DataFrame:
+    """Per stage: the largest seq whose step ran, what ended the search, the peak there, and the
+    seq at which the fitted model's peak reaches the GPU's memory."""
     t = bw.max_seq(memory)
     t["peak at max GiB"] = (t.pop("peak_at_max_bytes") / GIB).round(2)
+    limits = bw.limit_seq(memory).set_index("stage")["model_limit_seq"]
+    t["model: memory full at seq"] = t["stage"].map(limits).round(-1).astype("Int64")
     return t.rename(columns={"max_seq": "largest seq that ran"})
 
 
@@ -289,8 +293,13 @@ def answers(profiles: Mapping[str, Profile], memory: dict) -> dict:
     ms = ms[ms["bound"] == "largest that fits"]  # only the stages that did run out of memory
     if len(ms):
         first = ms[ms["max_seq"] == ms["max_seq"].min()]
-        out["first_oom"] = ", ".join(first["stage"])
-        out["first_oom_seq"] = int(first["max_seq"].iloc[0]) * 2
+        out["first_oom_doubling"] = ", ".join(first["stage"])
+        out["first_oom_seq"] = f"{int(first['max_seq'].iloc[0]) * 2:,}"
+        # within one doubling, the stage whose model reaches the GPU's memory at the smallest seq
+        limits = bw.limit_seq(memory).set_index("stage")["model_limit_seq"]
+        limits = limits[limits.index.isin(ms["stage"])]
+        out["first_oom"] = str(limits.idxmin())
+        out["first_oom_model_seq"] = f"{limits.min():,.0f}"
     return out
 
 
@@ -313,6 +322,18 @@ def glue_training(profiles: Mapping[str, Profile], memory: dict) -> dict:
     for r in bw.max_seq(memory).itertuples():
         values[f"tr_{r.stage}_max_seq"] = f"{int(r.max_seq):,}" if r.max_seq == r.max_seq and r.max_seq else "none"
     values |= {f"tr_{k}": v for k, v in answers(profiles, memory).items()}
+    # the backward's kernels by library, for the prose on flash and cuDNN
+    for stage in ("sdpa_flash", "sdpa_cudnn", "naive"):
+        if stage in profiles:
+            e = bw.step_events(profiles[stage])
+            e = e[e["phase"] == "backward"]
+            k = e[e["category"] == "kernel"]
+            values[f"tr_{stage}_bwd_own"] = int(k["library"].isin(["FlashAttention-2", "cuDNN"]).sum())
+            values[f"tr_{stage}_bwd_aten"] = int((k["library"] == "ATen").sum())
+            values[f"tr_{stage}_bwd_gemms"] = int((k["kind"] == "gemm").sum())
+            values[f"tr_{stage}_bwd_driver"] = int(e["launched_by"].astype(str).str.startswith("cuLaunch").sum())
+    ms = bw.max_seq(memory).set_index("stage")
+    values["tr_cap_seq"] = f"{int(ms['max_seq'].max()):,}"
     for k, v in values.items():
         glue(k, v)
     return values

@@ -75,14 +75,12 @@ def load_snapshot(stage: str, gpu: str = DEFAULT_GPU) -> bytes:
 
 def regions(prof: Profile, step: int | None = None) -> pd.DataFrame:
     """The attn_fwd and attn_bwd regions of one step (host time), from the raw events."""
-    steps = prof.per_step if hasattr(prof, "per_step") else None
     step = prof.forward_step if step is None else step
     span = prof._parsed.steps.set_index("step").loc[step]
     rows = [{"name": e["name"], "start_us": float(e["ts"]), "end_us": float(e["ts"]) + float(e["dur"])}
             for e in prof.events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
             and e.get("name") in (FORWARD, BACKWARD)
             and span["start_us"] <= float(e["ts"]) <= span["end_us"]]
-    del steps
     return pd.DataFrame(rows, columns=["name", "start_us", "end_us"])
 
 
@@ -104,8 +102,13 @@ def step_events(prof: Profile, step: int | None = None) -> pd.DataFrame:
     table["phase"] = phase
     launches = prof.launches(step).drop_duplicates("correlation").set_index("correlation")
     tids = table["correlation"].map(launches["tid"]) if len(launches) else pd.Series(None, index=table.index)
-    names = prof.threads
-    table["thread"] = [names.get(tid, str(tid)) if tid is not None and tid == tid else None for tid in tids]
+    # the thread that ran the forward's annotation is the main (Python) thread; Kineto names
+    # autograd's thread "python" too, so it is told apart by its id
+    main = {e.get("tid") for e in prof.events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+            and e.get("name") == FORWARD}
+    table["tid"] = list(tids)
+    table["thread"] = [None if tid is None or tid != tid else
+                       f"main thread ({tid})" if tid in main else f"another thread ({tid})" for tid in tids]
     table["node"] = [node_of(op) for op in table["top_aten_op"]]
     return table
 
@@ -211,6 +214,23 @@ def fit(table: pd.DataFrame) -> pd.DataFrame:
 def model_peak(row, batch: int, heads: int, seq, head_dim: int):
     return row["bytes_per_score"] * batch * heads * np.asarray(seq, dtype=float) ** 2 + \
         row["bytes_per_q_element"] * batch * heads * np.asarray(seq, dtype=float) * head_dim
+
+
+def limit_seq(memory: dict) -> pd.DataFrame:
+    """Per stage, the seq at which the fitted model's peak reaches the GPU's whole memory: where
+    it would run out if seq grew continuously (the search only tries powers of two, so several
+    stages can fail at the same doubling)."""
+    total = float(memory.get("provenance", {}).get("total_memory_bytes") or 0)
+    table = ladder(memory)
+    rows = []
+    for r in fit(table).itertuples(index=False):
+        g = table[(table["stage"] == r.stage) & (table["status"] == "ok")]
+        bh, d = float(g["batch"].iloc[0] * g["heads"].iloc[0]), float(g["head_dim"].iloc[0])
+        a, b = r.bytes_per_score * bh, r.bytes_per_q_element * bh * d
+        # a·S² + b·S = total
+        s = (-b + np.sqrt(b * b + 4 * a * total)) / (2 * a) if a > 0 else total / b if b > 0 else np.inf
+        rows.append({"stage": r.stage, "model_limit_seq": float(s)})
+    return pd.DataFrame(rows, columns=["stage", "model_limit_seq"])
 
 
 # --- the memory snapshot ------------------------------------------------------------------------
