@@ -55,9 +55,10 @@ MODULES = {
 }
 # functions that load on first use: profile_code imports torch, `import helpers` does not
 FUNCTIONS = {"profile_code": "helpers.profiling.own_code",
-             "profile_training": "helpers.profiling.training", "profile_trainings": "helpers.profiling.training",
-             "memory_recording": "helpers.profiling.training", "snapshots": "helpers.profiling.training",
-             "inplace_here": "helpers.profiling.training"}
+             "profile_training": "helpers.profiling.training_modes",
+             "profile_trainings": "helpers.profiling.training_modes",
+             "memory_recording": "helpers.profiling.training_modes",
+             "snapshots": "helpers.profiling.training_modes", "inplace_here": "helpers.profiling.training_modes"}
 
 
 def __getattr__(name: str):

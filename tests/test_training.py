@@ -276,7 +276,7 @@ def test_the_glued_answers_come_from_the_recordings(memory):
 
 @pytest.mark.gpu
 def test_a_training_step_profiles_live():
-    from helpers.profiling.training import profile_training
+    from helpers.profiling.training_modes import profile_training
     from helpers.profiling import backward as bw
     from helpers.profiling.stages import Shape
     prof = profile_training("sdpa_flash", Shape(batch=2, heads=4, seq=512), mode="live", quiet=True)
