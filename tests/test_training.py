@@ -23,7 +23,7 @@ NODE = re.compile(r"^autograd::engine::evaluate_function: (.+)$")
 
 
 def test_the_replay_set_has_a_training_step_per_stage():
-    from helpers.profiling.training_stages import TRAINING_STAGES
+    from helpers.core.training_stages import TRAINING_STAGES
     assert {p.name.split("__")[0] for p in TRACES} == set(TRAINING_STAGES)
     # the replay set stays small: a few MB with the snapshots and ncu's table
     assert sum(p.stat().st_size for p in TRAINING.rglob("*") if p.is_file()) < 4 * 2**20
@@ -66,8 +66,9 @@ def raw_backward(path: Path) -> dict:
 
 @pytest.mark.parametrize("path", TRACES, ids=[p.name.split("__")[0] for p in TRACES])
 def test_backward_kernels_and_their_autograd_nodes_from_the_raw_events(path):
-    from helpers.profiling import backward as bw
-    from helpers.profiling.profile import Profile
+    from helpers.core import backward as bw
+    from helpers.sources import training_modes as tm
+    from helpers.core.profile import Profile
     raw = raw_backward(path)
     prof = Profile.load(path)
     table = bw.step_events(prof)
@@ -98,8 +99,8 @@ def test_the_decoder_reads_the_backwards_real_names(path):
     """Every backward kernel's name is recognised, and what a name says about the shape agrees with
     the recording's shape (a decoder reading the backward's template arguments with the forward's
     layout gives the wrong head_dim or causal flag)."""
-    from helpers.profiling.names import decode
-    from helpers.profiling.profile import Profile
+    from helpers.core.names import decode
+    from helpers.core.profile import Profile
     shape = Profile.load(path).shape
     for e in raw_backward(path)["backward"]:
         k = decode(e["name"])
@@ -120,7 +121,7 @@ def test_the_decoder_reads_the_backwards_real_names(path):
 
 def test_flash_backward_is_three_kernels_of_its_family():
     """The FA2 backward: dot(dO, O), then dQ/dK/dV, then dQ converted; by their names, in launch order."""
-    from helpers.profiling.names import decode
+    from helpers.core.names import decode
     path = next(p for p in TRACES if p.name.startswith("sdpa_flash__"))
     family = [decode(e["name"]) for e in raw_backward(path)["backward"] if "flash_bwd" in e["name"]]
     assert [k.kind for k in family] == ["reduce", "attention", "copy"]
@@ -142,7 +143,8 @@ def ok_rows(memory: dict) -> dict:
 
 
 def test_the_peak_memory_model_matches_the_recordings(memory):
-    from helpers.profiling import backward as bw
+    from helpers.core import backward as bw
+    from helpers.sources import training_modes as tm
     fits = bw.fit(bw.ladder(memory)).set_index("stage")
     for stage, rows in ok_rows(memory).items():
         assert len(rows) >= 4, stage
@@ -155,7 +157,7 @@ def test_the_peak_memory_model_matches_the_recordings(memory):
 def test_peak_grows_4x_per_doubling_where_a_seq_by_seq_tensor_is_kept_else_2x(memory):
     """Which stages keep an S×S tensor is read from the recorded training step (held between forward
     and backward at least one bf16 S×S matrix), the growth from the recorded peaks."""
-    from helpers.profiling.profile import Profile
+    from helpers.core.profile import Profile
     keeps = {}
     for path in TRACES:
         prof = Profile.load(path)
@@ -174,7 +176,8 @@ def test_peak_grows_4x_per_doubling_where_a_seq_by_seq_tensor_is_kept_else_2x(me
 
 
 def test_the_largest_seq_is_the_last_step_that_ran(memory):
-    from helpers.profiling import backward as bw
+    from helpers.core import backward as bw
+    from helpers.sources import training_modes as tm
     table = bw.max_seq(memory).set_index("stage")
     for stage in table.index:
         rows = [r for r in memory["ladder"] if r.get("stage") == stage and "seq" in r]
@@ -189,7 +192,7 @@ def test_the_largest_seq_is_the_last_step_that_ran(memory):
 def test_the_saved_tensors_name_the_seq_by_seq_matrix_and_the_logsumexp():
     """Naive saves an S×S tensor and no per-row statistic; flash saves a [B, H, S] fp32 log-sum-exp
     and nothing S×S: as saved_tensors_hooks listed them live."""
-    from helpers.profiling.profile import Profile
+    from helpers.core.profile import Profile
     for stage, sxs, lse in (("naive", True, False), ("sdpa_flash", False, True)):
         prof = Profile.load(TRAINING / f"{stage}__{prof_key()}.json.gz")
         s = prof.shape
@@ -199,15 +202,16 @@ def test_the_saved_tensors_name_the_seq_by_seq_matrix_and_the_logsumexp():
 
 
 def prof_key() -> str:
-    from helpers.profiling.stages import DEFAULT_SHAPE
+    from helpers.core.stages import DEFAULT_SHAPE
     return DEFAULT_SHAPE.key
 
 
 def test_the_memory_timeline_follows_the_snapshots_events(memory):
     """snapshot_timeline against a plain walk over the pickle: the same peak; naive's forward
     allocates one S×S bf16 block of the snapshot's shape, flash never does."""
-    from helpers.profiling import backward as bw
-    from helpers.profiling.stages import Shape
+    from helpers.core import backward as bw
+    from helpers.sources import training_modes as tm
+    from helpers.core.stages import Shape
     for stage in ("naive", "sdpa_flash"):
         path = next(TRAINING.glob(f"snapshot__{stage}__*.pickle.gz"))
         snap = pickle.loads(gzip.decompress(path.read_bytes()))
@@ -231,27 +235,28 @@ def test_ncu_backward_table_agrees_with_the_trace():
     """ncu's table of the backwards, split at its marker kernels, has per stage as many kernels as
     the trace's backward; and the FLOPs it measured are the model's multiple of the forward's:
     5 products against 2 where the scores are recomputed, 4 against 2 where P was kept."""
-    from helpers.pages import training as view
-    from helpers.profiling import backward as bw
-    from helpers.profiling.stages import DEFAULT_SHAPE
-    from helpers.profiling.training import backward_flops, recompute_free_backward_flops
-    parts = bw.ncu_backward()
+    from helpers.chapters import training as view
+    from helpers.core import backward as bw
+    from helpers.sources import training_modes as tm
+    from helpers.core.stages import DEFAULT_SHAPE
+    from helpers.core.training_stages import FUSED, backward_flops, recompute_free_backward_flops
+    parts = tm.ncu_backward()
     assert parts
     for stage, table in parts.items():
         raw = raw_backward(TRAINING / f"{stage}__{DEFAULT_SHAPE.key}.json.gz")
         assert len(table) == sum(e["cat"] == "kernel" for e in raw["backward"]), stage
-    work = view.ncu_work().set_index("stage")
+    work = view.ncu_work(tm.training_counters()).set_index("stage")
     fused = backward_flops(DEFAULT_SHAPE) / DEFAULT_SHAPE.attention_flops
     kept = recompute_free_backward_flops(DEFAULT_SHAPE) / DEFAULT_SHAPE.attention_flops
     for stage, r in work.iterrows():
-        expected = fused if stage.startswith(("sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto")) else kept
+        expected = fused if stage in FUSED else kept
         assert abs(r["backward / forward FLOPs"] - expected) <= 0.1 * expected, stage
 
 
 def test_inplace_masking_under_autograd_runs_here():
     """Run on this machine's CPU: masking the scores in place runs and saves what naive saves;
     masking the softmax's output in place runs forward and fails backward, naming the softmax."""
-    from helpers.profiling.training import inplace_under_autograd
+    from helpers.sources.training import inplace_under_autograd
     rows = {r["variant"]: r for r in inplace_under_autograd(device="cpu")}
     assert rows["naive"]["backward_ran"] and rows["inplace"]["backward_ran"]
     assert rows["inplace"]["saved_seq_by_seq"] == rows["naive"]["saved_seq_by_seq"] >= 1
@@ -261,9 +266,10 @@ def test_inplace_masking_under_autograd_runs_here():
 
 
 def test_the_glued_answers_come_from_the_recordings(memory):
-    from helpers.pages import training as view
-    from helpers.profiling import backward as bw
-    profiles = {p.name.split("__")[0]: bw.load_step(p.name.split("__")[0]) for p in TRACES}
+    from helpers.chapters import training as view
+    from helpers.core import backward as bw
+    from helpers.sources import training_modes as tm
+    profiles = {p.name.split("__")[0]: tm.load_step(p.name.split("__")[0]) for p in TRACES}
     a = view.answers(profiles, memory)
     raw = raw_backward(TRAINING / f"sdpa_flash__{prof_key()}.json.gz")
     assert a["flash_backward_kernels"] == sum(e["cat"] == "kernel" for e in raw["backward"])
@@ -276,9 +282,10 @@ def test_the_glued_answers_come_from_the_recordings(memory):
 
 @pytest.mark.gpu
 def test_a_training_step_profiles_live():
-    from helpers.profiling.training_modes import profile_training
-    from helpers.profiling import backward as bw
-    from helpers.profiling.stages import Shape
+    from helpers.sources.training_modes import profile_training
+    from helpers.core import backward as bw
+    from helpers.sources import training_modes as tm
+    from helpers.core.stages import Shape
     prof = profile_training("sdpa_flash", Shape(batch=2, heads=4, seq=512), mode="live", quiet=True)
     c = bw.phase_counts(prof)
     assert c["forward"]["kernels"] >= 1 and c["backward"]["kernels"] >= 3

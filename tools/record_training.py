@@ -34,9 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from helpers.profiling import training  # noqa: E402
-from helpers.profiling.replay import REPLAY_DIR  # noqa: E402
-from helpers.profiling.stages import DEFAULT_SHAPE, Shape  # noqa: E402
+from helpers.sources import training  # noqa: E402
+from helpers.core.config import REPLAY_DIR  # noqa: E402
+from helpers.core.stages import DEFAULT_SHAPE, Shape  # noqa: E402
 
 SNAPSHOT_SHAPE = training.SNAPSHOT_SHAPE
 SNAPSHOT_STAGES = ("naive", "sdpa_flash")
@@ -72,7 +72,7 @@ class Run:
 def record_traces(run: Run, stages, bench_csv: Path) -> None:
     import pandas as pd
 
-    from helpers.profiling.capture import capture
+    from helpers.sources.capture import capture
     rows = []
     for name in stages:
         if run.left() < 60:
@@ -145,7 +145,7 @@ def record_snapshots(run: Run) -> None:
 
 
 def record_ncu(run: Run, timeout: float) -> None:
-    from helpers.profiling import ncu
+    from helpers.sources import ncu
     exe = ncu.find_ncu()
     if exe is None:
         run.memory["ncu"] = {"error": "ncu not found"}
@@ -156,7 +156,7 @@ def record_ncu(run: Run, timeout: float) -> None:
     name = f"backward__{DEFAULT_SHAPE.key}"
     log = out / f"{name}.json"
     rep = out / f"{name}.ncu-rep"
-    call = f"from helpers.profiling import training; training.profile_backwards({','.join(NCU_STAGES)!r}, {DEFAULT_SHAPE.key!r}, {str(log)!r})"
+    call = f"from helpers.sources import training; training.profile_backwards({','.join(NCU_STAGES)!r}, {DEFAULT_SHAPE.key!r}, {str(log)!r})"
     command = [exe, "--profile-from-start", "off", "--clock-control", "none", "--metrics", ",".join(metrics),
                "-f", "-o", str(rep.with_suffix("")), sys.executable, "-c", call]
     started = time.perf_counter()
@@ -190,7 +190,7 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         print("tools/record_training.py profiles live and needs a CUDA GPU; this machine has none.", file=sys.stderr)
         return 2
-    from helpers.profiling.capture import device_provenance
+    from helpers.sources.capture import device_provenance
     command = "python tools/record_training.py " + " ".join(argv if argv is not None else sys.argv[1:])
     slug = gpu_slug(torch.cuda.get_device_name(0))
     out = REPLAY_DIR / slug / "training"
