@@ -368,3 +368,22 @@ def timer_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
                      "CUDA events µs": round(p.cuda_event_time_us, 1) if p.cuda_event_time_us else None,
                      "do_bench / profiler": round(p.do_bench_us / float(s["gpu_time_us"]), 2) if p.do_bench_us else None})
     return pd.DataFrame(rows)
+
+
+def glue_work(work: pd.DataFrame) -> dict:
+    """The roofline section's figures: each backward's FLOPs over its forward's, and over the model."""
+    w = work.set_index("stage")
+    values = {}
+    for stage in ("naive", "sdpa_math", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient"):
+        if stage in w.index:
+            r = w.loc[stage]
+            values[f"tr_{stage}_flops_ratio"] = r.get("backward / forward FLOPs")
+            values[f"tr_{stage}_bwd_gflop"] = r["backward GFLOP (ncu)"]
+            values[f"tr_{stage}_bwd_ai"] = r["backward FLOP/byte"]
+            values[f"tr_{stage}_fwd_ai"] = r.get("forward FLOP/byte")
+    first = w.iloc[0]
+    values["tr_model_kept_gflop"] = first["model GFLOP, P kept (4 products)"]
+    values["tr_model_recomputed_gflop"] = first["model GFLOP, P recomputed (5)"]
+    for k, v in values.items():
+        glue(k, v)
+    return values
