@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import pickle
 import time
+import warnings
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Callable
@@ -43,11 +44,20 @@ def prepare(inputs: dict) -> dict:
     return inputs
 
 
+@contextmanager
+def _quiet_first_backward():
+    """The first backward on autograd's fresh thread makes torch warn that cuBLAS found no current
+    CUDA context and set the primary one: expected there, and noise on the page."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Attempting to run cuBLAS, but there was no current CUDA context")
+        yield
+
+
 def train_step(stage: Stage, inputs: dict) -> None:
     """Forward in attn_fwd, backward with the fixed grad_output in attn_bwd; gradients dropped
     after it, as `zero_grad(set_to_none=True)` would, so no step accumulates into the last one's."""
     out = stage.run(inputs, training=True)
-    with torch.profiler.record_function(BACKWARD_ANNOTATION):
+    with torch.profiler.record_function(BACKWARD_ANNOTATION), _quiet_first_backward():
         out.backward(inputs["grad_out"])
     for name in ("q", "k", "v"):
         inputs[name].grad = None
