@@ -290,3 +290,13 @@ def test_a_training_step_profiles_live():
     c = bw.phase_counts(prof)
     assert c["forward"]["kernels"] >= 1 and c["backward"]["kernels"] >= 3
     assert prof.provenance.extra["training"]["held_bytes"] > 0
+
+
+def test_glued_values_read_as_numbers_not_reprs(memory):
+    """glue shows a value's repr: a numpy scalar would read np.float64(2.5) in the prose."""
+    from helpers.chapters import training as view
+    from helpers.sources import training_modes as tm
+    profiles = {p.name.split("__")[0]: tm.load_step(p.name.split("__")[0]) for p in TRACES}
+    values = view.glue_training(profiles, memory) | view.glue_work(view.ncu_work(tm.training_counters()))
+    assert values and all(type(v) in (int, float, str, bool) for v in values.values()), \
+        {k: type(v) for k, v in values.items() if type(v) not in (int, float, str, bool)}

@@ -64,7 +64,8 @@ def nodes_table(prof: Profile) -> pd.DataFrame:
 
 
 def kind_chart(profiles: Mapping[str, Profile]) -> go.Figure:
-    """GPU time of one step per stage, forward and backward side by side, stacked by kernel kind."""
+    """GPU time of one step per stage, forward and backward one bar each (horizontal, so the labels
+    read on a phone), stacked by kernel kind."""
     fig = go.Figure()
     rows = []
     for stage, prof in profiles.items():
@@ -72,15 +73,16 @@ def kind_chart(profiles: Mapping[str, Profile]) -> go.Figure:
         for (phase, kind), g in e[e["phase"] != "outside"].groupby(["phase", "kind"]):
             rows.append({"stage": stage, "phase": phase, "kind": kind, "us": float(g["dur_us"].sum())})
     t = pd.DataFrame(rows)
-    x = [[s for s in profiles for _ in (0, 1)], [p for _ in profiles for p in ("forward", "backward")]]
+    labels = [f"{s} {p}" for s in profiles for p in ("fwd", "bwd")]
     for kind, g in t.groupby("kind"):
-        by = {(r.stage, r.phase): r.us for r in g.itertuples()}
-        fig.add_bar(x=x, y=[by.get((s, p), 0) for s, p in zip(*x)], name=kind,
+        by = {f"{r.stage} {'fwd' if r.phase == 'forward' else 'bwd'}": r.us for r in g.itertuples()}
+        fig.add_bar(y=labels, x=[by.get(label, 0) for label in labels], name=kind, orientation="h",
                     marker_color=KIND_COLORS.get(kind, KIND_COLORS["unknown"]),
-                    hovertemplate=f"{kind}<br>%{{x}}: %{{y:.1f}} µs<extra></extra>")
-    fig.update_layout(barmode="stack", yaxis_title="GPU µs in one step", height=460,
-                      xaxis=dict(tickangle=-60, tickfont=dict(size=10)))
-    return _title(fig, "One training step: forward and backward GPU time", "stacked by the kernel's kind, decoded from its name")
+                    hovertemplate=f"{kind}<br>%{{y}}: %{{x:.1f}} µs<extra></extra>")
+    fig.update_layout(barmode="stack", xaxis_title="GPU µs in one step",
+                      yaxis=dict(autorange="reversed", tickfont=dict(size=11)))
+    _legend_room(fig, 160 + 22 * len(labels))
+    return _title(fig, "One training step: forward and backward", "GPU time stacked by kernel kind, decoded from its name")
 
 
 # --- what autograd keeps ---------------------------------------------------------------------------
@@ -105,6 +107,20 @@ def held_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
                      "one S×S bf16 MiB": round(score_bytes(shape) / MIB, 1),
                      "logsumexp fp32 MiB": round(lse_bytes(shape) / MIB, 2)})
     return pd.DataFrame(rows)
+
+
+def _plain(value):
+    """A numpy scalar as the Python number it holds: glue prints a value's repr, np.float64(2.5)."""
+    return value.item() if hasattr(value, "item") and not isinstance(value, (str, bytes)) else value
+
+
+def _legend_room(fig: go.Figure, height: int) -> go.Figure:
+    """Room above the plot for a legend of many entries, as they wrap on a phone (two to a
+    row at 390 px), so that it never covers the title."""
+    entries = sum(1 for t in fig.data if t.showlegend is not False)
+    rows = -(-entries // 2)
+    fig.update_layout(margin=dict(t=90 + 22 * rows), height=height + 22 * rows)
+    return fig
 
 
 def score_bytes(shape: Shape, element: int = 2) -> int:
@@ -149,7 +165,8 @@ def peak_chart(memory: dict) -> go.Figure:
                       annotation_text=f"{memory['provenance'].get('gpu', 'GPU')}: {total / GIB:.0f} GiB",
                       annotation_position="bottom right")
     fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="seq (tokens)",
-                      yaxis_title="peak GiB above the inputs", height=480)
+                      yaxis_title="peak GiB above the inputs")
+    _legend_room(fig, 480)
     return _title(fig, "Peak memory of one training step against seq",
                   "log-log; dotted: the fitted model a·B·H·S² + b·B·H·S·D")
 
@@ -198,7 +215,8 @@ def timeline_chart(snapshots: Mapping[str, tuple[bytes, dict]], shape_key: str =
             fig.add_vline(x=x, line=dict(color=color, dash="dot", width=1))
             fig.add_annotation(x=x, y=1, yref="paper", text=f"{stage}: backward", showarrow=False,
                                xanchor="left", font=dict(size=10, color=color), yshift=-10 * list(snapshots).index(stage))
-    fig.update_layout(xaxis_title="ms since the forward began", yaxis_title="MiB allocated", height=440)
+    fig.update_layout(xaxis_title="ms since the forward began", yaxis_title="MiB allocated")
+    _legend_room(fig, 440)
     return _title(fig, "Memory over one training step", f"PyTorch's memory snapshot, {shape_key}; dotted: where the backward begins")
 
 
@@ -274,7 +292,8 @@ def roofline_chart(work: pd.DataFrame, ridge: float | None = None) -> go.Figure:
     if ridge:
         fig.add_vline(x=ridge, line=dict(color=MUTED, dash="dash"), annotation_text=f"ridge {ridge:.0f} FLOP/byte")
     fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="FLOP per DRAM byte (ncu)",
-                      yaxis_title="GFLOP (ncu)", height=460)
+                      yaxis_title="GFLOP (ncu)")
+    _legend_room(fig, 460)
     return _title(fig, "Forward (●) and backward (▲): work and intensity", "Nsight Compute's counters, one step at the book's shape")
 
 
@@ -334,6 +353,7 @@ def glue_training(profiles: Mapping[str, Profile], memory: dict) -> dict:
             values[f"tr_{stage}_bwd_driver"] = int(e["launched_by"].astype(str).str.startswith("cuLaunch").sum())
     ms = bw.max_seq(memory).set_index("stage")
     values["tr_cap_seq"] = f"{int(ms['max_seq'].max()):,}"
+    values = {k: _plain(v) for k, v in values.items()}
     for k, v in values.items():
         glue(k, v)
     return values
@@ -384,6 +404,7 @@ def glue_work(work: pd.DataFrame) -> dict:
     first = w.iloc[0]
     values["tr_model_kept_gflop"] = first["model GFLOP, P kept (4 products)"]
     values["tr_model_recomputed_gflop"] = first["model GFLOP, P recomputed (5)"]
+    values = {k: _plain(v) for k, v in values.items()}
     for k, v in values.items():
         glue(k, v)
     return values
