@@ -51,6 +51,12 @@ def test_the_training_page_offline(visit, book, size):  # noqa: F811
     viz = v.page.locator("a.ap-memory-viz")
     assert viz.count() == 2 and viz.first.get_attribute("href") == "https://pytorch.org/memory_viz"
     assert viz.first.get_attribute("target") == "_blank"
+    # the training step's trace: a file of the build, the recorded trace byte for byte
+    trace = v.page.locator("a.ap-trace-download")
+    assert trace.count() == 1
+    served = (Path(book) / "notebooks" / trace.get_attribute("href")).resolve()
+    name = trace.get_attribute("download")
+    assert name.startswith("training__") and served.read_bytes() == (TRAINING / name.removeprefix("training__")).read_bytes()
     width = v.page.evaluate("() => document.documentElement.scrollWidth")
     assert width <= size[0] + 1, f"the page is {width}px wide at {size[0]}px"
     shots = Path(book).parent / "screenshots"

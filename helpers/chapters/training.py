@@ -278,6 +278,7 @@ def work_table(backward: Mapping[str, pd.DataFrame], forward: Mapping[str, pd.Da
 
 
 def roofline_chart(work: pd.DataFrame, ridge: float | None = None) -> go.Figure:
+    ridge = ridge if ridge is not None else work.attrs.get("ridge")
     """Forward and backward of each stage as two points of arithmetic intensity, joined by an arrow."""
     fig = go.Figure()
     for d in work.to_dict("records"):
@@ -364,7 +365,9 @@ def ncu_work(recorded: dict) -> pd.DataFrame:
     the tensor pipe's counters times what one unit is worth in the calibration matmuls."""
     c = Counters("replay", recorded["gpu"], recorded["provenance"],
                  {(s, DEFAULT_SHAPE.key): t for s, t in recorded["forward"].items()}, recorded["calibration"])
-    return work_table(recorded["backward"], recorded["forward"], flops_per_unit(c))
+    out = work_table(recorded["backward"], recorded["forward"], flops_per_unit(c))
+    out.attrs["ridge"] = recorded.get("ridge")
+    return out
 
 
 def trace_note(prof: Profile) -> HTML:
@@ -401,6 +404,10 @@ def glue_work(work: pd.DataFrame) -> dict:
             values[f"tr_{stage}_bwd_gflop"] = r["backward GFLOP (ncu)"]
             values[f"tr_{stage}_bwd_ai"] = r["backward FLOP/byte"]
             values[f"tr_{stage}_fwd_ai"] = r.get("forward FLOP/byte")
+    if work.attrs.get("ridge"):
+        values["tr_ridge"] = int(round(float(work.attrs["ridge"])))
+        fused = w[w["backward FLOP/byte"] > work.attrs["ridge"]]
+        values["tr_right_of_ridge"] = ", ".join(fused.index)
     first = w.iloc[0]
     values["tr_model_kept_gflop"] = first["model GFLOP, P kept (4 products)"]
     values["tr_model_recomputed_gflop"] = first["model GFLOP, P recomputed (5)"]

@@ -69,16 +69,20 @@ def ncu_backward(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
 def training_counters(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
     """What the chapter's roofline needs, from the recordings (an ncu run of every backward takes
     minutes): each stage's backward (tools/record_training.py) and forward (tools/record_ncu.py)
-    kernels, and the forwards' calibration matmuls with their provenance."""
+    kernels, the forwards' calibration matmuls with their provenance, and the ridge of the GPU's
+    measured roofs (bf16 matmul FLOP/s over copy bytes/s, the recorded ceilings.json)."""
     backward = ncu_backward(gpu, shape)
     forward = {s: ncu.load(s, shape, gpu) for s in backward}
     prov = ncu.provenance(gpu)
     calibration = {c["name"]: ncu.kernels(ncu.read_csv(ncu.recording_dir(gpu) / f"{c['name']}.csv"))
                    for c in prov.get("calibration", [])}
+    from . import ceilings
+    roof = ceilings.load(gpu).set_index("ceiling")
+    ridge = float(roof.loc["bfloat16 matmul", "value"] * 1e12 / (roof.loc["device-to-device copy", "value"] * 1e12))
     print(f"Nsight Compute's counters recorded on {prov.get('gpu')} with torch {prov.get('torch')}: the forwards "
           f"by `{prov.get('command')}`, the backwards by `{RECORD_COMMAND}`.")
     return {"backward": backward, "forward": forward, "calibration": calibration, "provenance": prov,
-            "gpu": config.replay_gpu(gpu)}
+            "gpu": config.replay_gpu(gpu), "ridge": ridge}
 
 
 # --- live or replay -----------------------------------------------------------------------------------
