@@ -415,3 +415,15 @@ def glue_work(work: pd.DataFrame) -> dict:
     for k, v in values.items():
         glue(k, v)
     return values
+
+
+def flops_table(work: pd.DataFrame) -> pd.DataFrame:
+    """The work: each phase's GFLOP as ncu measured them, against the backward's two models."""
+    return work[["stage", "forward GFLOP (ncu)", "backward GFLOP (ncu)", "backward / forward FLOPs",
+                 "model GFLOP, P kept (4 products)", "model GFLOP, P recomputed (5)"]]
+
+
+def bytes_table(work: pd.DataFrame) -> pd.DataFrame:
+    """The bytes: each phase's DRAM traffic as ncu measured it, and FLOP per byte."""
+    return work[["stage", "backward kernels (ncu)", "forward GB (ncu)", "backward GB (ncu)",
+                 "forward FLOP/byte", "backward FLOP/byte"]]
