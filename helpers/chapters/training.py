@@ -18,7 +18,7 @@ from IPython.display import HTML
 from ..core import backward as bw
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, Shape
-from ..core.training_stages import FUSED, TRAINING_STAGES, backward_flops, recompute_free_backward_flops
+from ..core.training_stages import TRAINING_STAGES, backward_flops, recompute_free_backward_flops
 from ..views.charts import KIND_COLORS, MUTED, _title
 from ..views.perfetto import trace_links
 from ..views.prose import glue
