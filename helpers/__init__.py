@@ -27,7 +27,8 @@ from __future__ import annotations
 import importlib
 
 from .sources.anytrace import load_trace
-from .sources.modes import MODES, cuda_available, profile_stage, profile_stages, resolve_mode
+from .sources.modes import (MODES, Decision, closing_stages, cuda_available, decide, profile_stage, profile_stages,
+                            resolve_mode)
 from .core.profile import Profile, Provenance, TraceError
 from .sources.replay import recorded_shapes
 from .core.stages import (ARTICLE_STAGES, DEFAULT_SHAPE, STAGES, Shape, Stage, StageUnavailable,
@@ -66,6 +67,24 @@ FUNCTIONS = {"profile_code": "helpers.sources.own_code", "use_book_style": "help
              "training_counters": "helpers.sources.training_modes"}
 
 
+def sweep(stages, shapes, mode: str = "auto"):
+    """Profile every stage at every shape (live, or the recordings), with a progress bar; one
+    summary row per pair (`widgets.sweep`, handed profile_stage)."""
+    from .views import widgets
+    return widgets.sweep(stages, shapes, lambda stage, shape: profile_stage(stage, shape, mode, quiet=True))
+
+
+def shape_explorer(stages):
+    """Pick a shape and profile the stages again: live, any shape; in replay, the shapes recorded
+    for every one of them (`widgets.shape_explorer`, handed profile_stage and those shapes)."""
+    from .views import widgets
+    recorded = None
+    if resolve_mode() != "live":
+        recorded = sorted(set.intersection(*(set(recorded_shapes(s)) for s in stages)),
+                          key=lambda s: (s.head_dim, s.seq))
+    return widgets.shape_explorer(stages, lambda stage, shape: profile_stage(stage, shape, quiet=True), recorded)
+
+
 def __getattr__(name: str):
     if name in MODULES:
         module = importlib.import_module(MODULES[name])
@@ -78,7 +97,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'helpers' has no attribute {name!r}")
 
 
-__all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Profile", "Provenance", "Shape", "Stage",
+__all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Decision", "Profile", "Provenance", "Shape", "Stage",
+           "closing_stages", "decide", "shape_explorer", "sweep",
            "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
            "profile_code", "profile_stage", "use_book_style", "profile_training", "profile_trainings",
            "memory_recording", "snapshots", "inplace_here", "training_counters", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]

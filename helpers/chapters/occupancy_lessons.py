@@ -24,7 +24,7 @@ from ..views.prose import glue
 from ..views.questions import Guess, ask, show_verdict, verdict  # noqa: F401  (the page's guesses)
 from ..sources.modes import profile_stage, resolve_mode
 from ..core.profile import Profile, TraceError
-from ..core.stages import StageUnavailable
+from ..core.stages import ARTICLE_STAGES, StageUnavailable
 from ..occupancy.calculator import UNLIMITED, Occupancy, kineto_estimated_occupancy_pct, occupancy
 from ..occupancy.charts import limiter_label, spec_of
 from ..occupancy.drawing import draw_result, to_image
@@ -35,8 +35,7 @@ from ..core.config import ROOT
 
 SMEM_CLIFF = "smem_cliff"   # the experiment's recording, under <gpu>/experiments/
 # the stages whose kernels this page reads, in the book's order
-STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn",
-          "sdpa_auto", "naive_compiled", "flex")
+STAGES = (*ARTICLE_STAGES, "sdpa_auto", "naive_compiled", "flex")
 # the article's reading of its cuDNN kernel on an A100, the only figures on this page that do not
 # come from a trace of ours; shown only as "the article's A100"
 ARTICLE_A100 = {"gpu": "A100", "registers": 240, "threads": 256}

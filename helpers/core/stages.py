@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from .errors import StageUnavailable
+from .palette import KIND_COLORS
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -111,6 +112,15 @@ class Stage:
     # forward. The registry names it and never imports it, so it may import anything below.
     hook: str | None = None
     compiled: bool = False            # torch.compile'd: the first call compiles (capture resets it)
+    # what the pages say and draw about it, in one place
+    short: str = ""                   # the key of its glued numbers (`flash_ratio`); default: name
+    colour: str = KIND_COLORS["unknown"]   # its colour wherever stages are compared (roofline)
+    symbol: str = "circle"            # its plotly marker, so that close points stay apart
+    lesson: str = ""                  # in one line, what its chapter teaches
+
+    def __post_init__(self) -> None:
+        if not self.short:
+            object.__setattr__(self, "short", self.name)
 
     def _hooked(self, name: str) -> Callable:
         return getattr(importlib.import_module(self.hook), name)
@@ -206,35 +216,49 @@ def register(stage: Stage) -> Stage:
 register(Stage(
     "naive", "Naive attention", "matmul, scale, out-of-place masked_fill, softmax, matmul",
     naive_forward, naive_mask=True,
-    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm")))
+    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
+    short="naive", colour=KIND_COLORS["masked_fill"], symbol="circle",
+    lesson='every line of code is its own kernel, and the [seq, seq] scores make round trips through HBM'))
 register(Stage(
     "inplace", "In-place masking", "masked_fill_ writes into the scores instead of a copy",
     inplace_forward, naive_mask=True,
-    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm")))
+    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
+    short="inplace", colour=KIND_COLORS["mask"], symbol="x-thin-open",
+    lesson='masking in place saves one copy of the scores, not a kernel'))
 register(Stage(
     "sdpa_math", "SDPA, math backend", "F.scaled_dot_product_attention pinned to MATH",
     sdpa_forward, sdpa_backend="MATH",
-    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm")))
+    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
+    short="math", colour=KIND_COLORS["softmax"], symbol="square",
+    lesson='one API call that runs the same unfused kernels as the naive code'))
 register(Stage(
     "sdpa_efficient", "SDPA, memory-efficient backend", "pinned to EFFICIENT_ATTENTION (xformers' CUTLASS kernel)",
     sdpa_forward, Requirement("the memory-efficient kernel needs sm 8.0+ for bf16", min_capability=(8, 0)),
     sdpa_backend="EFFICIENT_ATTENTION",
-    guess_kinds=("attention",)))
+    guess_kinds=("attention",),
+    short="efficient", colour=KIND_COLORS["elementwise"], symbol="triangle-up",
+    lesson="one fused kernel, xformers' memory-efficient attention built on CUTLASS"))
 register(Stage(
     "sdpa_flash", "SDPA, flash backend", "pinned to FLASH_ATTENTION (FlashAttention-2, vendored in PyTorch)",
     sdpa_forward, Requirement("FlashAttention-2 needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF,
                               max_head_dim=256),
     sdpa_backend="FLASH_ATTENTION",
-    guess_kinds=("attention",)))
+    guess_kinds=("attention",),
+    short="flash", colour=KIND_COLORS["attention"], symbol="diamond",
+    lesson='one fused FlashAttention-2 kernel: the scores never reach HBM'))
 register(Stage(
     "sdpa_cudnn", "SDPA, cuDNN backend", "pinned to CUDNN_ATTENTION (a kernel cuDNN generates)",
     sdpa_forward, Requirement("cuDNN attention needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF),
     sdpa_backend="CUDNN_ATTENTION",
-    guess_kinds=("attention",)))
+    guess_kinds=("attention",),
+    short="cudnn", colour=KIND_COLORS["gemm"], symbol="star",
+    lesson='a fused kernel cuDNN generates, and more CPU work around its launch'))
 register(Stage(
     "sdpa_auto", "SDPA, automatic choice", "no backend pinned: SDPA picks one for this GPU and shape",
     sdpa_forward,
-    guess_kinds=("attention",)))
+    guess_kinds=("attention",),
+    short="auto", colour=KIND_COLORS["reduce"], symbol="star-open",
+    lesson='the backend SDPA picks by itself for this GPU and shape'))
 
 
 # --- beyond the article: what a compiler makes of the same code ------------------------------
@@ -290,18 +314,24 @@ TRITON = Requirement("Triton needs an sm 7.0+ GPU", min_capability=(7, 0))
 register(Stage(
     "naive_compiled", "Naive attention, torch.compile", "the naive code through torch.compile",
     compiled_naive_forward, TRITON, naive_mask=True,
-    guess_kinds=("gemm", "fused", "gemm"), compiled=True))
+    guess_kinds=("gemm", "fused", "gemm"), compiled=True,
+    short="compiled", colour=KIND_COLORS["fused"], symbol="pentagon",
+    lesson='torch.compile fuses the scale, mask and softmax into one Triton kernel; the matmuls stay'))
 register(Stage(
     "flex", "FlexAttention", "flex_attention with a causal block mask, compiled to one Triton kernel",
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
     guess_kinds=("attention",),
-    extra_inputs=add_causal_block_mask, compiled=True))
+    extra_inputs=add_causal_block_mask, compiled=True,
+    short="flex", colour=KIND_COLORS["copy"], symbol="hexagon",
+    lesson='FlexAttention compiles a causal block mask into one Triton kernel'))
 register(Stage(
     "flex_sliding", "FlexAttention, sliding window",
     f"the same flex_attention with a causal sliding-window mask of {SLIDING_WINDOW} tokens, which SDPA has no flag for",
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
     guess_kinds=("attention",),
-    extra_inputs=add_sliding_window_block_mask, compiled=True))
+    extra_inputs=add_sliding_window_block_mask, compiled=True,
+    short="sliding", colour=KIND_COLORS["fill"], symbol="hexagon-open",
+    lesson='a sliding-window block mask skips the blocks no query sees'))
 
 ARTICLE_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
 
@@ -324,4 +354,6 @@ register(Stage(
     None,
     Requirement("the Hub's FlashAttention-2 builds need an Ampere-or-newer GPU (sm 8.0+) and fp16/bf16",
                 **AMPERE_HALF, max_head_dim=256),
-    guess_kinds=("attention",), hook="helpers.core.hub_kernel"))
+    guess_kinds=("attention",), hook="helpers.core.hub_kernel",
+    short="hub", colour=KIND_COLORS["unknown"], symbol="circle",
+    lesson='FlashAttention-2 loaded from the Hub: the same algorithm, another binary'))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import shlex
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
+from ..core.errors import TraceError
 from ..core.profile import Profile, Provenance
 from ..core.stages import DEFAULT_SHAPE, Shape, Stage, get_stage, reset_compiled
 
@@ -21,7 +23,9 @@ WARMUP_CALLS = 3
 SCHEDULE = dict(wait=1, warmup=1, active=3)
 
 
+@functools.lru_cache(maxsize=1)
 def driver_version() -> str:
+    """The NVIDIA driver's version (nvidia-smi, asked once per process)."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=20)
@@ -160,3 +164,19 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
     inputs.clear()  # free the tensors before the next stage allocates its own
     torch.cuda.empty_cache()
     return Profile(events, Provenance(**fields))
+
+
+def capture_cached(stage: str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = True) -> Profile:
+    """`capture`, kept in the session's cache (config.cache_dir) so that a later page (or run) on
+    the same GPU and torch reuses the forward it already timed instead of profiling it again."""
+    from ..core import config
+    folder = config.cache_dir(torch.cuda.get_device_name(), torch.__version__) / "profiles"
+    path = folder / f"{stage}__{shape.key}{'__timed' if independent_timer else ''}.json.gz"
+    if path.exists():
+        try:
+            return Profile.load(path, mode="live")
+        except TraceError:
+            pass   # a broken cache entry is captured again
+    prof = capture(stage, shape, independent_timer=independent_timer)
+    prof.save(path)
+    return prof

@@ -1,11 +1,13 @@
 """Live or replay: where CUDA is present a stage is profiled live, else its recorded trace is loaded."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..core import config
 from ..core.config import MODES
 from ..core.profile import Profile
-from .replay import replay
-from ..core.stages import DEFAULT_SHAPE, Shape, StageUnavailable, get_stage
+from .replay import recorded_shapes, replay
+from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable, get_stage
 
 
 def cuda_available() -> bool:
@@ -13,18 +15,44 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def resolve_mode(mode: str = "auto") -> str:
-    """"live" where CUDA is present, else "replay"; ATTN_PROFILED_MODE overrides "auto"."""
+@dataclass(frozen=True)
+class Decision:
+    """Live or replay, and why: the one decision every source makes (stages, counters, ceilings,
+    the own-model experiments, the shared-memory experiment), printable in a banner or a note."""
+
+    mode: str      # "live" or "replay"
+    reason: str    # in words: "this process sees a CUDA GPU", "ATTN_PROFILED_MODE=replay", ...
+
+    @property
+    def live(self) -> bool:
+        return self.mode == "live"
+
+    def __str__(self) -> str:
+        return f"{self.mode} ({self.reason})"
+
+
+def decide(mode: str = "auto") -> Decision:
+    """"live" where CUDA is present, else "replay"; ATTN_PROFILED_MODE overrides "auto".
+    mode="live" without CUDA raises StageUnavailable (the way out: replay)."""
+    asked = mode
     if mode == "auto":
         mode = config.mode_setting()
+        if mode != "auto":
+            asked = f"ATTN_PROFILED_MODE={mode}"
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if mode == "auto":
-        mode = "live" if cuda_available() else "replay"
+        return (Decision("live", "this process sees a CUDA GPU") if cuda_available() else
+                Decision("replay", "this process sees no CUDA GPU"))
     if mode == "live" and not cuda_available():
         raise StageUnavailable("mode='live' needs a CUDA GPU and this process sees none; "
                                "use mode='replay' to load the recorded traces.")
-    return mode
+    return Decision(mode, f"{asked} was asked for" if asked.startswith("ATTN") else f"mode={mode!r} was asked for")
+
+
+def resolve_mode(mode: str = "auto") -> str:
+    """"live" where CUDA is present, else "replay"; ATTN_PROFILED_MODE overrides "auto"."""
+    return decide(mode).mode
 
 
 def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
@@ -53,3 +81,11 @@ def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
 def profile_stages(stages, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict[str, Profile]:
     """Several stages at one shape, by name, each with its banner."""
     return {name: profile_stage(name, shape, mode) for name in stages}
+
+
+def closing_stages(mode: str = "auto") -> list[str]:
+    """Every registered stage the closing table can show, in the registry's order: live, all of
+    them (one this GPU can't run is replayed); in replay, those recorded at the default shape."""
+    if resolve_mode(mode) == "live":
+        return list(STAGES)
+    return [s for s in STAGES if DEFAULT_SHAPE in recorded_shapes(s)]
