@@ -300,3 +300,15 @@ def test_glued_values_read_as_numbers_not_reprs(memory):
     values = view.glue_training(profiles, memory) | view.glue_work(view.ncu_work(tm.training_counters()))
     assert values and all(type(v) in (int, float, str, bool) for v in values.values()), \
         {k: type(v) for k, v in values.items() if type(v) not in (int, float, str, bool)}
+
+
+def test_the_models_memory_wall_falls_where_the_search_ran_out(memory):
+    """For every stage that ran out of memory, the fitted model fills the GPU between the last
+    seq that ran and the one that did not: the model and the search agree on where the wall is."""
+    from helpers.core import backward as bw
+    limits = bw.limit_seq(memory).set_index("stage")["model_limit_seq"]
+    ran_out = [r for r in memory["ladder"] if r.get("status") == "oom"]
+    assert ran_out
+    for r in ran_out:
+        last_ok = max(x["seq"] for x in memory["ladder"] if x.get("stage") == r["stage"] and x.get("status") == "ok")
+        assert last_ok < limits[r["stage"]] < r["seq"], (r["stage"], last_ok, limits[r["stage"]], r["seq"])
