@@ -18,6 +18,7 @@ from IPython.display import HTML
 from ..core import backward as bw
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, Shape
+from ..core.stages import STAGES as STAGES_REGISTRY
 from ..core.training_stages import TRAINING_STAGES, backward_flops, recompute_free_backward_flops
 from ..views.charts import KIND_COLORS, MUTED, _title
 from ..views.perfetto import trace_links
@@ -26,9 +27,8 @@ from .counters import Counters, flops_per_unit, kernel_flops
 
 MIB = 2**20
 GIB = 2**30
-STAGE_COLORS = {"naive": "#E45756", "inplace": "#FF9DA6", "sdpa_math": "#F58518", "sdpa_efficient": "#72B7B2",
-                "sdpa_flash": "#54A24B", "sdpa_cudnn": "#4C78A8", "sdpa_auto": "#B279A2",
-                "naive_compiled": "#9D755D", "flex": "#EECA3B"}
+# each stage in the colour the registry gives it wherever stages are compared
+STAGE_COLORS = {name: st.colour for name, st in STAGES_REGISTRY.items()}
 MEMORY_VIZ = "https://pytorch.org/memory_viz"
 STAGES = TRAINING_STAGES
 
