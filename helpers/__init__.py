@@ -57,9 +57,15 @@ MODULES = {
     "occupancy_truth": "helpers.chapters.occupancy_truth",
     "breakdown": "helpers.views.breakdown",
     "own_model": "helpers.chapters.own_model",
+    "training": "helpers.chapters.training",
 }
 # functions that load on first use: profile_code imports torch, `import helpers` does not
-FUNCTIONS = {"profile_code": "helpers.sources.own_code", "use_book_style": "helpers.views.style"}
+FUNCTIONS = {"profile_code": "helpers.sources.own_code", "use_book_style": "helpers.views.style",
+             "profile_training": "helpers.sources.training_modes",
+             "profile_trainings": "helpers.sources.training_modes",
+             "memory_recording": "helpers.sources.training_modes",
+             "snapshots": "helpers.sources.training_modes", "inplace_here": "helpers.sources.training_modes",
+             "training_counters": "helpers.sources.training_modes"}
 
 
 def sweep(stages, shapes, mode: str = "auto"):
@@ -150,4 +156,5 @@ def __getattr__(name: str):
 __all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Decision", "Profile", "Provenance", "Shape", "Stage",
            "closing_stages", "decide", "profile_hub_flash", "shape_explorer", "sweep",
            "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
-           "profile_code", "profile_stage", "use_book_style", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]
+           "profile_code", "profile_stage", "use_book_style", "profile_training", "profile_trainings",
+           "memory_recording", "snapshots", "inplace_here", "training_counters", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]

@@ -30,6 +30,7 @@ KINDS = {
     "ceilings": ("", ".json"),           # the GPU's measured ceilings: ceilings.json
     "own_model": ("own_model", ".json.gz"),
     "experiment": ("experiments", ".json.gz"),   # the shared-memory cliff: smem_cliff.json.gz
+    "training": ("training", ""),        # training steps, memory.json, snapshots, ncu/ (names with suffix)
 }
 
 

@@ -167,11 +167,13 @@ class Stage:
                 f"Stage {self.name!r} can't run here: {problem}. "
                 f"Replay the recorded trace instead (mode='replay'), or pick another stage.")
 
-    def run(self, inputs: dict) -> torch.Tensor:
-        """One forward, exactly as the profiler sees it."""
+    def run(self, inputs: dict, training: bool = False) -> torch.Tensor:
+        """One forward, exactly as the profiler sees it: under no_grad, or with `training` under
+        autograd, which records what the backward needs (helpers/sources/training.py)."""
         import torch
         # the backend is pinned outside attn_fwd, so its context manager is not counted as CPU time
-        with self._backend(), torch.no_grad(), torch.profiler.record_function("attn_fwd"):
+        grad = torch.enable_grad() if training else torch.no_grad()
+        with self._backend(), grad, torch.profiler.record_function("attn_fwd"):
             try:
                 forward = self.forward if self.forward is not None else self._hooked("forward")
                 return forward(inputs)

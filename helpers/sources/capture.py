@@ -102,21 +102,33 @@ def profile_steps(step: Callable[[], object], plan: dict, activities, sync: Call
 
 
 def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = True,
-            activities=None, command: str | None = None) -> Profile:
+            activities=None, command: str | None = None, training: bool = False) -> Profile:
     """Profile `stage` live: 3 warm-up calls, then schedule(wait=1, warmup=1, active=3).
 
     Beside the trace, the provenance records the first call's wall time (with compilation, for
     a torch.compile stage, whose generated code goes into `extra`), the set-up time outside the
     forward, and the memory one forward needs (peak allocated, and allocated before it). With
     `independent_timer` (the default, as the pages compare the two) triton's do_bench times the
-    same forward too, where Triton is installed."""
+    same forward too, where Triton is installed.
+
+    With `training`, each profiled call is one training step instead of a forward: the forward
+    under autograd in record_function("attn_fwd"), then the backward with a fixed grad_output in
+    record_function("attn_bwd") (helpers/sources/training.py); the memory fields are those of
+    the whole step, and `extra["training"]` holds what autograd kept between the two."""
     stage = get_stage(stage) if isinstance(stage, str) else stage
     stage.check(shape, "cuda" if torch.cuda.is_available() else "cpu")
     if stage.compiled:
         reset_compiled()  # so the first call below pays the whole compilation, as a reader's does
     inputs = stage.make_inputs(shape, "cuda")
-    forward = lambda: stage.run(inputs)  # noqa: E731
-    first_call_seconds, generated_code = _first_call(forward, stage.compiled)
+    if training:
+        from .training import held_for_backward, prepare, train_step
+        prepare(inputs)
+        forward = lambda: train_step(stage, inputs)  # noqa: E731
+    else:
+        forward = lambda: stage.run(inputs)  # noqa: E731
+    # a training step's first call compiles forward and backward: its code is not kept (and the
+    # FX graph cache stays on, so that a second process compiling the same graphs is quick)
+    first_call_seconds, generated_code = _first_call(forward, stage.compiled and not training)
     for _ in range(WARMUP_CALLS - 2):
         forward()
     memory_before, peak_memory = _peak_memory(forward)  # the last warm-up call
@@ -137,6 +149,8 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
                "first_call_seconds": first_call_seconds, "setup_seconds": inputs.get("setup_seconds")}
     if generated_code:
         fields["extra"] = {"generated_code": generated_code}
+    if training:
+        fields["extra"] = fields.get("extra", {}) | {"training": held_for_backward(stage, inputs)}
     if independent_timer or not saw_gpu:
         fields["cuda_event_time_us"] = cuda_event_time_us(forward)
     if independent_timer:

@@ -71,11 +71,11 @@ def trace_file_name(prof: Profile) -> str:
     return f"{prof.stage}__{prof.shape.key}.json.gz"
 
 
-def trace_links(prof: Profile, note: str = "") -> HTML:
+def trace_links(prof: Profile, note: str = "", name: str | None = None) -> HTML:
     """A download link to this page's trace and a button that opens it in Perfetto; `note`, HTML,
-    follows them."""
+    follows them; `name` is the file name a reader downloads (default `<stage>__<shape>.json.gz`)."""
     data = trace_bytes(prof)
-    name = trace_file_name(prof)
+    name = name or trace_file_name(prof)
     p = prof.provenance
     title = f"{prof.stage} {prof.shape.key} ({p.mode}, {p.gpu}, torch {p.torch})"
     where = (f"recorded on {p.gpu} on {p.date[:10]} with torch {p.torch}" if p.mode == "replay"

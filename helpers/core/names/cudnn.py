@@ -17,7 +17,27 @@ _DIRECTIONS = {"fprop": "forward", "bprop": "backward", "dgrad": "backward (data
                "wgrad": "backward (weight gradient)"}
 
 
+# the helpers cuDNN's SDPA backward launches around its generated kernel, by their C++ names
+# (cudnn::fusion::compute_dot_do_o_specialized<...>, cudnn::fusion::convert_dq_to_16bits<...>)
+_FUSION_HELPERS = {
+    "compute_dot_do_o": ("reduce", "rowsum(dO·O)", "per query row, the dot product of dO and O (the softmax gradient's D)"),
+    "convert_dq_to_16bits": ("copy", "dQ fp32 → 16-bit", "dQ, accumulated in fp32, written as 16-bit"),
+}
+_FUSION = re.compile(r"cudnn::fusion::(?P<fn>\w+)")
+
+
 def _cudnn(text: str) -> dict | None:
+    fm = _FUSION.search(text)
+    if fm:
+        fn = fm.group("fn")
+        role = next((v for k, v in _FUSION_HELPERS.items() if fn.startswith(k)), None)
+        if role:
+            kind, op, words = role
+            return {"kind": kind, "library": "cuDNN", "op": op,
+                    "details": {"function": fn, "computes": words, "direction": "backward"},
+                    "summary": f"cuDNN SDPA backward helper, {op}"}
+        return {"kind": "fused", "library": "cuDNN", "details": {"function": fn},
+                "summary": f"cuDNN fusion kernel {fn}"}
     stem = _kernel_stem(text)
     if not (stem.startswith("cudnn") or "cudnn_generated" in stem):
         return None

@@ -35,6 +35,24 @@ _SPLITKV_FLAGS = {
 # Flash_fwd_kernel_traits<kHeadDim, kBlockM, kBlockN, kNWarps, Is_Q_in_regs, Share_Q_K_smem,
 #                         elem_type, Base>  (kernel_traits.h)
 _TRAITS = ("head_dim", "block_m", "block_n", "warps", "Is_Q_in_regs", "Share_Q_K_smem", "element")
+# Flash_bwd_kernel_traits<kHeadDim, kBlockM, kBlockN, kNWarps, AtomLayoutMSdP, AtomLayoutNdKV,
+#                         AtomLayoutMdQ, Is_V_in_regs, No_double_buffer, elem_type, Base>  (kernel_traits.h)
+_BWD_TRAITS = ("head_dim", "block_m", "block_n", "warps", "AtomLayoutMSdP", "AtomLayoutNdKV",
+               "AtomLayoutMdQ", "Is_V_in_regs", "No_double_buffer", "element")
+# DEFINE_FLASH_BACKWARD_KERNEL(flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, bool Is_dropout,
+#   bool Is_causal, bool Is_local, bool Has_alibi, bool Is_even_MN, bool Is_even_K, bool Is_softcap)
+#   (flash_bwd_launch_template.h); the same without softcap in PyTorch's older copy
+_BWD_FLAGS = {
+    7: ("Is_dropout", "Is_causal", "Is_local", "Has_alibi", "Is_even_MN", "Is_even_K", "Is_softcap"),
+    6: ("Is_dropout", "Is_causal", "Is_local", "Has_alibi", "Is_even_MN", "Is_even_K"),
+}
+# the backward's helper kernels (flash_bwd_preprocess_kernel.h): what each computes
+_BWD_ROLES = {
+    "flash_bwd_dot_do_o_kernel": ("reduce", "rowsum(dO·O)",
+                                  "per query row, the dot product of dO and O (the softmax gradient's D)"),
+    "flash_bwd_convert_dq_kernel": ("copy", "dQ fp32 → 16-bit",
+                                    "dQ, accumulated in fp32 across key tiles, written as 16-bit"),
+}
 
 _FLASH = re.compile(r"(?:(?P<ns>[A-Za-z_]\w*)::)?(?P<fn>flash_(?P<dir>fwd|bwd)\w*?_kernel\w*)")
 _FLASH3 = re.compile(r"FlashAttn(?P<dir>Fwd|Bwd)Sm(?P<sm>\d+)")
@@ -69,13 +87,18 @@ def _flash(text: str) -> dict | None:
     args, closed = _template_args(text, m.end()) if text[m.end():m.end() + 1] == "<" else ([], False)
     if args and not closed:
         d["truncated"] = True
+    if fn.startswith("flash_bwd_dot_do_o") and args:
+        # template<bool Clear_dQaccum, typename Kernel_traits>: the flag comes first
+        d["Clear_dQaccum"] = _bool(args[0])
+        args = args[1:]
     traits_text = args[0] if args else ""
     targs, _ = _template_args(traits_text, traits_text.find("<"))
-    for key, value in zip(_TRAITS, targs):
+    traits = _BWD_TRAITS if traits_text.startswith("Flash_bwd_kernel_traits") else _TRAITS
+    for key, value in zip(traits, targs):
         if key == "element":
             d[key] = value
             d["dtype"] = _cpp_dtype(value)
-        elif key.startswith(("Is_", "Share")):
+        elif key.startswith(("Is_", "Share", "No_")):
             d[key] = _bool(value)
         else:
             d[key] = _int(value)
@@ -87,7 +110,7 @@ def _flash(text: str) -> dict | None:
         for key, value in zip(names, flags):
             d[key] = _bool(value) if key.startswith("Is_") else _int(value)
     elif flags:
-        table = _SPLITKV_FLAGS if "splitkv" in fn else _FWD_FLAGS
+        table = _SPLITKV_FLAGS if "splitkv" in fn else _BWD_FLAGS if direction == "backward" else _FWD_FLAGS
         names = table.get(len(flags)) if closed else None
         if names is None and not closed:  # truncated: name the flags we have by the newest order
             newest = table[max(table)]
@@ -109,6 +132,13 @@ def _flash(text: str) -> dict | None:
         parts.append(f"{d['warps']} warps")
     if d.get("Is_causal"):
         parts.append("causal")
+    role = _BWD_ROLES.get(fn)
+    if role:  # the backward's helpers: no tensor-core work of their own
+        kind, op, words = role
+        d["computes"] = words
+        parts[0] = f"FlashAttention-2 backward, {op}"
+        return {"kind": kind, "library": "FlashAttention-2", "op": op, "dtype": dtype, "math": None,
+                "tile": tile, "details": d, "summary": ", ".join(parts)}
     return {"kind": "attention", "library": "FlashAttention-2", "op": f"attention {direction}",
             "dtype": dtype, "math": TENSOR_CORES, "tile": tile, "details": d,
             "summary": ", ".join(parts)}

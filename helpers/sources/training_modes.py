@@ -1,0 +1,146 @@
+"""The training chapter's live-or-replay decisions: a training step profiled live on a GPU or
+its recording; the memory sweep (always the recording: the search takes minutes); the memory
+snapshots; the in-place experiment, run here."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import torch
+
+from ..core import backward as bw
+from ..core import config
+from ..core.errors import StageUnavailable, TraceError
+from ..core.profile import Profile
+from ..core.stages import DEFAULT_SHAPE, Shape, get_stage
+from . import ncu
+from .modes import resolve_mode
+from .training import SNAPSHOT_SHAPE, TRAINING_STAGES, inplace_under_autograd, memory_snapshot
+
+RECORD_COMMAND = bw.RECORD_COMMAND
+
+
+# --- the recordings ---------------------------------------------------------------------------------
+
+def trace_path(stage: str, shape: Shape = DEFAULT_SHAPE, gpu: str | None = None) -> Path:
+    return config.recording_path("training", f"{stage}__{shape.key}.json.gz", gpu)
+
+
+def load_step(stage: str, shape: Shape = DEFAULT_SHAPE, gpu: str | None = None) -> Profile:
+    path = trace_path(stage, shape, gpu)
+    if not path.exists():
+        raise TraceError(f"No recorded training step of {stage} at {shape.key} ({path}). Record it on a "
+                         f"GPU with `{RECORD_COMMAND} --stages {stage}`, or restore the replay set with "
+                         f"`git checkout -- notebooks/traces`.")
+    return Profile.load(path)
+
+
+def load_memory(gpu: str | None = None) -> dict:
+    path = config.recording_path("training", "memory.json", gpu)
+    if not path.exists():
+        raise TraceError(f"No recorded memory sweep at {path}. Record it on a GPU with `{RECORD_COMMAND}`.")
+    return json.loads(path.read_text())
+
+
+def snapshot_path(stage: str, gpu: str | None = None) -> Path:
+    found = sorted(config.recording_dir("training", gpu).glob(f"snapshot__{stage}__*.pickle.gz"))
+    if not found:
+        raise TraceError(f"No recorded memory snapshot of {stage} under {config.recording_dir('training', gpu)}. "
+                         f"Record it on a GPU with `{RECORD_COMMAND}`.")
+    return found[0]
+
+
+def load_snapshot(stage: str, gpu: str | None = None) -> bytes:
+    """The snapshot's pickle as `_dump_snapshot` wrote it (the recording keeps it gzipped)."""
+    return gzip.decompress(snapshot_path(stage, gpu).read_bytes())
+
+
+def ncu_backward(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
+    """Each stage's backward kernels under ncu, from the one recording of all of them."""
+    base = config.recording_path("training", f"ncu/backward__{shape.key}", gpu)
+    csv, log = base.with_suffix(".csv"), base.with_suffix(".json")
+    if not csv.exists() or not log.exists():
+        raise TraceError(f"No Nsight Compute recording of the backwards at {csv}. Record it on a GPU with "
+                         f"`{RECORD_COMMAND}`.")
+    return bw.split_ncu(ncu.kernels(ncu.read_csv(csv)), json.loads(log.read_text()))
+
+
+def training_counters(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
+    """What the chapter's roofline needs, from the recordings (an ncu run of every backward takes
+    minutes): each stage's backward (tools/record_training.py) and forward (tools/record_ncu.py)
+    kernels, the forwards' calibration matmuls with their provenance, and the ridge of the GPU's
+    measured roofs (bf16 matmul FLOP/s over copy bytes/s, the recorded ceilings.json)."""
+    backward = ncu_backward(gpu, shape)
+    forward = {s: ncu.load(s, shape, gpu) for s in backward}
+    prov = ncu.provenance(gpu)
+    calibration = {c["name"]: ncu.kernels(ncu.read_csv(ncu.recording_dir(gpu) / f"{c['name']}.csv"))
+                   for c in prov.get("calibration", [])}
+    from . import ceilings
+    roof = ceilings.load(gpu).set_index("ceiling")
+    ridge = float(roof.loc["bfloat16 matmul", "value"] * 1e12 / (roof.loc["device-to-device copy", "value"] * 1e12))
+    print(f"Nsight Compute's counters recorded on {prov.get('gpu')} with torch {prov.get('torch')}: the forwards "
+          f"by `{prov.get('command')}`, the backwards by `{RECORD_COMMAND}`.")
+    return {"backward": backward, "forward": forward, "calibration": calibration, "provenance": prov,
+            "gpu": config.replay_gpu(gpu), "ridge": ridge}
+
+
+# --- live or replay -----------------------------------------------------------------------------------
+
+
+def profile_training(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto", quiet: bool = False):
+    """One profiled training step of `stage`: live on a GPU (capture(..., training=True)), else
+    the recorded one; in "auto" mode a stage this GPU can't run is replayed, with the reason."""
+    get_stage(stage)
+    if resolve_mode(mode) == "live":
+        from .capture import capture
+        try:
+            prof = capture(stage, shape, training=True)
+        except StageUnavailable as err:
+            if mode == "live":
+                raise
+            print(f"{err} Showing the recorded training step instead.")
+            prof = load_step(stage, shape)
+    else:
+        prof = load_step(stage, shape)
+    if not quiet:
+        print(prof.banner())
+    return prof
+
+
+def profile_trainings(stages=TRAINING_STAGES, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict:
+    return {s: profile_training(s, shape, mode) for s in stages}
+
+
+def memory_recording(gpu: str | None = None) -> dict:
+    """The recorded seq sweep, largest seq per stage and snapshots' marks (too slow for a page:
+    the search runs a stage until the GPU runs out of memory). Prints where it comes from."""
+    memory = load_memory(gpu)
+    p = memory.get("provenance", {})
+    print(f"The memory sweep recorded on {p.get('gpu')} (sm {p.get('capability')}, "
+          f"{p.get('total_memory_bytes', 0) / 2**30:.0f} GiB) on {str(p.get('date'))[:10]} with torch {p.get('torch')} "
+          f"by `{memory.get('command')}`.")
+    return memory
+
+
+def snapshots(stages=("naive", "sdpa_flash"), mode: str = "auto", memory: dict | None = None) -> dict:
+    """{stage: (snapshot pickle bytes, marks, where)}: taken live on a GPU, else the recordings."""
+    out = {}
+    live = resolve_mode(mode) == "live"
+    for stage in stages:
+        if live:
+            data, marks = memory_snapshot(stage, SNAPSHOT_SHAPE)
+            out[stage] = (data, marks, f"taken just now on {torch.cuda.get_device_name(0)} at {SNAPSHOT_SHAPE.key}")
+        else:
+            memory = memory or load_memory()
+            marks = memory.get("snapshots", {}).get(stage, {})
+            p = memory.get("provenance", {})
+            out[stage] = (load_snapshot(stage), marks,
+                          f"recorded on {p.get('gpu')} on {str(p.get('date'))[:10]} at {marks.get('shape', '')}")
+    return out
+
+
+def inplace_here() -> list[dict]:
+    """The in-place experiment, run right here: on the GPU where there is one, else on the CPU
+    (autograd's rule about saved tensors is the same on every device)."""
+    return inplace_under_autograd(device="cuda" if torch.cuda.is_available() else "cpu")
