@@ -174,7 +174,7 @@ def gpu_and_cpu_time(profiles: Sequence[Profile]) -> go.Figure:
         fig.add_bar(x=table["stage"], y=table[column], name=label,
                     marker_color=SERIES_COLORS[label],
                     hovertemplate="%{x}: %{y:.1f} µs " + label + " per forward<extra></extra>")
-    fig.update_layout(barmode="group", yaxis_title="µs per forward (median of 3 steps)", height=400)
+    fig.update_layout(barmode="group", yaxis_title="µs per forward (the last profiled step)", height=400)
     regions = set(prof.annotation for prof in profiles)
     cpu = (f"the {regions.pop()} annotation" if len(regions) == 1 and None not in regions
            else "each profile's annotation (or its whole step)")

@@ -42,9 +42,7 @@ def default_guess(name: str) -> StepGuess:
 
 def bound_of(prof: Profile, step: int | None = None) -> str:
     """'CPU' or 'GPU' (or 'other GPU work'), as the computed verdict has it."""
-    text = breakdown.verdict(prof, step)
-    return "CPU" if text.startswith("bound by the CPU") else "GPU" if text.startswith("bound by the GPU") \
-        else "other GPU work"
+    return breakdown.step_bound(prof, step).by
 
 
 def compare(guess: StepGuess, prof: Profile) -> pd.DataFrame:

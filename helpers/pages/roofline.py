@@ -24,6 +24,7 @@ import plotly.graph_objects as go
 
 from ..profiling import ceilings as measured_ceilings
 from ..profiling import ncu
+from ..profiling.bound import LINE, bound
 from ..profiling.modes import resolve_mode
 from ..profiling.profile import Profile
 from ..profiling.stages import DEFAULT_SHAPE, Shape
@@ -36,9 +37,8 @@ TB = 1e12
 # the stages whose counters were recorded at several sequence lengths too
 SWEEP_STAGES = ("naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "flex")
 SEQ_OPTIONS = ("right, to more FLOPs per byte", "left, to more bytes per FLOP", "nowhere: it stays where it is")
-# a stage whose independent timer (do_bench) reads more than this over the profiler's GPU time
-# leaves the GPU idle between forwards: bound by the CPU (as tables.timer_agreement reads it)
-CPU_BOUND_TOLERANCE = 0.05
+# bound by the CPU: the book's one definition (helpers.profiling.bound), do_bench against the GPU time
+CPU_BOUND_TOLERANCE = LINE
 
 # The datasheets' figures, labelled as such wherever they appear: dense (no sparsity) bf16 tensor
 # FLOP/s and memory bandwidth, from NVIDIA's product pages. The SXM parts where there are several.
@@ -201,7 +201,7 @@ def points(c: Counters, roof: dict, times: pd.DataFrame | None = None,
         intensity = flops / moved if moved else float("nan")
         attainable = float(roof_at(intensity, roof))
         gpu_us, bench_us, ratio = _cpu_bound(times, stage, shape)
-        cpu = None if ratio is None else bool(ratio > 1 + CPU_BOUND_TOLERANCE)
+        cpu = None if ratio is None else bound(bench_us, gpu_us).cpu_bound
         rows.append({
             "stage": stage, "seq": shape.seq, "shape": key, "kernels": len(table),
             "GFLOP": flops / 1e9, "DRAM MB": moved / 1e6, "ncu µs": seconds * 1e6,

@@ -6,6 +6,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..profiling.modes import resolve_mode
+from ..profiling.bound import LINE, of_call
 from ..profiling.names import decode
 from ..profiling.profile import Profile
 from ..profiling.replay import recorded_shapes
@@ -105,30 +106,24 @@ def decoded_fields(prof: Profile, step: int | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["kernel", "field"])
 
 
-def timer_agreement(profiles: dict, tolerance: float = 0.05) -> pd.DataFrame:
-    """The profiler's GPU time per forward against do_bench's median, and what a gap means."""
+def timer_agreement(profiles: dict) -> pd.DataFrame:
+    """The profiler's GPU time per forward against do_bench's time per call, and the bound that
+    `helpers.profiling.bound` draws from them (the glossary's *bound by the CPU / by the GPU*).
+    The profiled CPU time is shown beside them for what it is: the profiler's own overhead
+    included, longer than the same call's CPU time unprofiled."""
     rows = []
     for name, prof in profiles.items():
         s = prof.summary()
-        bench, gpu, cpu = s["do_bench_us"], s["gpu_time_us"], s["cpu_time_us"]
-        if bench is None:
-            verdict, ratio = "no independent timing recorded", None
-        else:
-            ratio = bench / gpu
-            if abs(ratio - 1) <= tolerance:
-                verdict = f"agree within {tolerance:.0%}: GPU-bound"
-            elif ratio > 1 and bench <= 1.2 * cpu:
-                verdict = (f"do_bench is {ratio:.2f}× the kernel time: bound by the CPU, which takes "
-                           f"{cpu:.0f} µs to issue what the GPU runs in {gpu:.0f} µs")
-            elif ratio > 1:
-                verdict = (f"do_bench is {ratio:.2f}× the kernel time: bound by the CPU outside attn_fwd. "
-                           f"do_bench times the whole call, including what runs around the annotation "
-                           f"(a pinned backend's sdpa_kernel context, say): the GPU waits "
-                           f"{bench - gpu:.0f} µs per call")
-            else:
-                verdict = f"do_bench is {ratio:.2f}× the kernel time"
+        b = of_call(s)
+        gpu, cpu = float(s["gpu_time_us"]), float(s["cpu_time_us"])
         rows.append({"stage": name, "profiler GPU µs": round(gpu, 1),
-                     "do_bench µs": None if bench is None else round(bench, 1),
-                     "do_bench / profiler": None if ratio is None else round(ratio, 3),
-                     "CPU µs": round(cpu, 1), "reading": verdict})
-    return pd.DataFrame(rows).set_index("stage")
+                     "do_bench µs": None if b is None else round(b.wall_us, 1),
+                     "do_bench / profiler": None if b is None else round(b.wall_us / gpu, 3),
+                     "GPU busy % of a call": None if b is None else round(b.busy_pct, 1),
+                     "CPU µs (profiled)": round(cpu, 1),
+                     "bound": "no independent timing recorded" if b is None else b.words})
+    frame = pd.DataFrame(rows).set_index("stage")
+    frame.attrs = {"caption": (f"Median of the profiled steps; do_bench: median per call, no profiler. "
+                               f"Bound by the GPU when do_bench is at most {LINE:.0%} longer than the GPU "
+                               f"time, else by the CPU (glossary: bound by the CPU / by the GPU).")}
+    return frame
