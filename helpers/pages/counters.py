@@ -25,6 +25,7 @@ from ..profiling.profile import Profile, TraceError
 from ..profiling.replay import DEFAULT_GPU
 from ..profiling.stages import DEFAULT_SHAPE, Shape
 from .claims import hbm_traffic
+from .notes import not_live
 from .prose import glue
 from .tables import kernel_table as _  # noqa: F401  (the book's pandas display: names never cut)
 
@@ -67,7 +68,22 @@ class Counters:
                     f"{len(self.kernels)} forwards, one ncu subprocess each.")
         return (f"Replaying Nsight Compute's counters recorded on {p.get('gpu', self.gpu)} "
                 f"(sm {p.get('capability', '?')}, {p.get('sm_count', '?')} SMs) on {p.get('date', '?')[:10]} "
-                f"with {ncu.short_version(p.get('ncu'))} and torch {p.get('torch', '?')}.\nNot live here: {self.reason}.")
+                f"with {ncu.short_version(p.get('ncu'))} and torch {p.get('torch', '?')}.")
+
+    def why_not_live(self) -> str:
+        """Why the counters are replayed, in a reader's terms (the folded note under the banner)."""
+        if "not on PATH" in self.reason and "no CUDA GPU" in self.reason:
+            return ("This machine has neither an NVIDIA GPU nor Nsight Compute (ncu), the profiler "
+                    "that reads the hardware counters, so the page shows the counters recorded on a GPU.")
+        if "not on PATH" in self.reason:
+            return ("Nsight Compute (ncu), the profiler that reads the hardware counters, is not "
+                    "installed here, so the page shows the counters recorded on a GPU.")
+        if "no CUDA GPU" in self.reason:
+            return "This machine has no NVIDIA GPU to count on, so the page shows the counters recorded on one."
+        if "asked for" in self.reason:
+            return "The recording was asked for (mode='replay')."
+        return ("Nsight Compute could not read the counters here (reading them often needs "
+                "administrator permission, ERR_NVGPUCTRPERM), so the page shows the counters recorded on a GPU.")
 
 
 # ----------------------------------------------------------------------------------- collecting
@@ -187,7 +203,13 @@ def collect(stages: Sequence[str], sweep: Sequence[Shape] = (), sweep_stages: Se
     if result is None:
         result = _replay(jobs, gpu, reason or "the recording was asked for")
     if not quiet:
-        print(result.banner())
+        if result.mode == "live":
+            print(result.banner())
+        else:
+            from IPython.display import display
+            display(not_live(result.banner(), result.why_not_live(),
+                             "On a machine with an NVIDIA GPU and Nsight Compute's ncu on PATH, the "
+                             "page measures its own counters (tools/record_ncu.py records a set)."))
         for note in result.notes:
             print(f"  {note}")
     return result

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..profiling import trace
-from ..profiling.hub_kernel import STAGE, loaded_from, status
+from ..profiling.hub_kernel import FIX, STAGE, loaded_from, loading
+from .notes import not_live
 from ..profiling.modes import profile_stage
 from ..profiling.profile import TraceError
 from ..profiling.stages import DEFAULT_SHAPE, Shape
@@ -55,8 +56,13 @@ def profile_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> HubFl
 
     Prints the loading status first, on every machine (a CPU one too), so a reader sees the
     Hub's real answer before the replay banner."""
-    line = status()
-    print(line)
+    from IPython.display import display
+    loaded, line = loading()
+    if loaded:
+        print(line)
+    else:
+        display(not_live("The Hub's FlashAttention-2 kernel is not loaded on this machine; the page "
+                         "shows its recorded trace.", line, FIX))
     try:
         prof = profile_stage(STAGE, shape, mode)
         return HubFlash(prof, line)
