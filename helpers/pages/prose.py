@@ -50,3 +50,30 @@ def perfetto_note(prof: Profile) -> HTML:
         "<code>prof.save('my_trace.json.gz')</code>. Find <code>attn_fwd</code> in a "
         "<code>ProfilerStep#</code> row, then follow the arrows from each <code>cudaLaunchKernel</code> / "
         "<code>cuLaunchKernelEx</code> to its kernel on the GPU stream.</p>"))
+
+
+def glue_timer(profiles: dict) -> dict:
+    """Glue what chapter 8's timer table teaches: the stages the book's one definition calls bound
+    by the CPU (`timer_cpu_bound`), and the profiler's overhead shown on one stage bound by the GPU
+    whose profiled CPU time exceeds do_bench's whole time per call (`timer_example_*`)."""
+    from ..profiling.bound import LINE, of_call
+    bounds = {name: of_call(p.summary()) for name, p in profiles.items()}
+    cpu = [n for n, b in bounds.items() if b is not None and b.cpu_bound]
+    values = {"line_pct": f"{LINE:.0%}", "cpu_bound": ", ".join(cpu) or "none",
+              "cpu_bound_count": len(cpu)}
+    # the clearest overhead: profiled CPU time per call over do_bench's whole call, on a GPU-bound stage
+    over = {n: float(profiles[n].summary()["cpu_time_us"]) / b.wall_us for n, b in bounds.items()
+            if b is not None and not b.cpu_bound}
+    over = {n: r for n, r in over.items() if r > 1}
+    if over:
+        name = max(over, key=over.get)
+        s = profiles[name].summary()
+        values |= {"example_stage": name, "example_cpu_us": round(float(s["cpu_time_us"]), 1),
+                   "example_bench_us": round(bounds[name].wall_us, 1),
+                   "example_gpu_us": round(float(s["gpu_time_us"]), 1)}
+    else:
+        values |= dict.fromkeys(["example_stage", "example_cpu_us", "example_bench_us", "example_gpu_us"],
+                                "not measured")
+    for key, value in values.items():
+        glue(f"timer_{key}", value)
+    return values

@@ -111,6 +111,10 @@ class Stage:
     # forward. The registry names it and never imports it, so it may import anything below.
     hook: str | None = None
     compiled: bool = False            # torch.compile'd: the first call compiles (capture resets it)
+    # the lesson its chapter is about, in a sentence (the closing table's), and the start of the
+    # claim whose verdict, computed from the trace, backs it ("" where no claim does)
+    lesson: str = ""
+    lesson_claim: str = ""
 
     def _hooked(self, name: str) -> Callable:
         return getattr(importlib.import_module(self.hook), name)
@@ -204,35 +208,49 @@ def register(stage: Stage) -> Stage:
 register(Stage(
     "naive", "Naive attention", "matmul, scale, out-of-place masked_fill, softmax, matmul",
     naive_forward, naive_mask=True,
-    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm")))
+    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
+    lesson='an out-of-place masked_fill hides a full copy of the scores, a Memcpy no line of code asked for',
+    lesson_claim='out-of-place masked_fill copies the scores first'))
 register(Stage(
     "inplace", "In-place masking", "masked_fill_ writes into the scores instead of a copy",
     inplace_forward, naive_mask=True,
-    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm")))
+    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
+    lesson='one character removes the hidden copy and the time it took',
+    lesson_claim='masked_fill_ writes in place'))
 register(Stage(
     "sdpa_math", "SDPA, math backend", "F.scaled_dot_product_attention pinned to MATH",
     sdpa_forward, sdpa_backend="MATH",
-    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm")))
+    guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
+    lesson='one call is not one kernel: the reference backend launches many small ones',
+    lesson_claim='the math backend launches many small kernels'))
 register(Stage(
     "sdpa_efficient", "SDPA, memory-efficient backend", "pinned to EFFICIENT_ATTENTION (xformers' CUTLASS kernel)",
     sdpa_forward, Requirement("the memory-efficient kernel needs sm 8.0+ for bf16", min_capability=(8, 0)),
     sdpa_backend="EFFICIENT_ATTENTION",
-    guess_kinds=("attention",)))
+    guess_kinds=("attention",),
+    lesson='a fused kernel: the whole forward in one launch, the scores never written out',
+    lesson_claim='one fused CUTLASS'))
 register(Stage(
     "sdpa_flash", "SDPA, flash backend", "pinned to FLASH_ATTENTION (FlashAttention-2, vendored in PyTorch)",
     sdpa_forward, Requirement("FlashAttention-2 needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF,
                               max_head_dim=256),
     sdpa_backend="FLASH_ATTENTION",
-    guess_kinds=("attention",)))
+    guess_kinds=("attention",),
+    lesson='FlashAttention-2 keeps every tile of scores on chip: one kernel, a fraction of the bytes',
+    lesson_claim='one fused FlashAttention-2 kernel'))
 register(Stage(
     "sdpa_cudnn", "SDPA, cuDNN backend", "pinned to CUDNN_ATTENTION (a kernel cuDNN generates)",
     sdpa_forward, Requirement("cuDNN attention needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF),
     sdpa_backend="CUDNN_ATTENTION",
-    guess_kinds=("attention",)))
+    guess_kinds=("attention",),
+    lesson="cuDNN generates a kernel for this GPU and shape: is it the fastest backend, and SDPA's choice?",
+    lesson_claim='flash is the fastest backend'))
 register(Stage(
     "sdpa_auto", "SDPA, automatic choice", "no backend pinned: SDPA picks one for this GPU and shape",
     sdpa_forward,
-    guess_kinds=("attention",)))
+    guess_kinds=("attention",),
+    lesson='left alone, SDPA picks a backend for the GPU and shape: read the kernel name to see which',
+    lesson_claim='flash is the fastest backend'))
 
 
 # --- beyond the article: what a compiler makes of the same code ------------------------------
@@ -288,18 +306,24 @@ TRITON = Requirement("Triton needs an sm 7.0+ GPU", min_capability=(7, 0))
 register(Stage(
     "naive_compiled", "Naive attention, torch.compile", "the naive code through torch.compile",
     compiled_naive_forward, TRITON, naive_mask=True,
-    guess_kinds=("gemm", "fused", "gemm"), compiled=True))
+    guess_kinds=("gemm", "fused", "gemm"), compiled=True,
+    lesson='the compiler keeps the gemms and fuses scale, mask and softmax into one Triton kernel',
+    lesson_claim='scale, mask and softmax fuse'))
 register(Stage(
     "flex", "FlexAttention", "flex_attention with a causal block mask, compiled to one Triton kernel",
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
     guess_kinds=("attention",),
-    extra_inputs=add_causal_block_mask, compiled=True))
+    extra_inputs=add_causal_block_mask, compiled=True,
+    lesson='a mask written as a Python function compiles into one Triton kernel that skips the masked blocks',
+    lesson_claim='one Triton template kernel does the whole forward'))
 register(Stage(
     "flex_sliding", "FlexAttention, sliding window",
     f"the same flex_attention with a causal sliding-window mask of {SLIDING_WINDOW} tokens, which SDPA has no flag for",
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
     guess_kinds=("attention",),
-    extra_inputs=add_sliding_window_block_mask, compiled=True))
+    extra_inputs=add_sliding_window_block_mask, compiled=True,
+    lesson='another mask, the same kernel: the cost follows the blocks the mask visits',
+    lesson_claim='its cost follows the blocks it visits'))
 
 ARTICLE_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
 
@@ -322,4 +346,6 @@ register(Stage(
     None,
     Requirement("the Hub's FlashAttention-2 builds need an Ampere-or-newer GPU (sm 8.0+) and fp16/bf16",
                 **AMPERE_HALF, max_head_dim=256),
-    guess_kinds=("attention",), hook="helpers.profiling.hub_kernel"))
+    guess_kinds=("attention",), hook="helpers.profiling.hub_kernel",
+    lesson='the same algorithm from another binary: the same template, about the same time',
+    lesson_claim='the same kernel takes about the same GPU time'))
