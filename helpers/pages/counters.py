@@ -82,6 +82,14 @@ class Counters:
             return "This machine has no NVIDIA GPU to count on, so the page shows the counters recorded on one."
         if "asked for" in self.reason:
             return "The recording was asked for (mode='replay')."
+        if " did not run under ncu" in self.reason:
+            stage = self.reason.split(" did not run under ncu")[0]
+            return (f"{stage} could not run under Nsight Compute on this GPU, and a page shows one "
+                    f"GPU's counters for every stage, so it shows the counters recorded on a GPU.")
+        if ncu.PERMISSION_ERROR in self.reason:
+            return (f"The GPU's driver does not let this user read the performance counters "
+                    f"({ncu.PERMISSION_ERROR}; an administrator can allow it), so the page shows the "
+                    f"counters recorded on a GPU.")
         return ("Nsight Compute could not read the counters here (reading them often needs "
                 "administrator permission, ERR_NVGPUCTRPERM), so the page shows the counters recorded on a GPU.")
 
