@@ -184,7 +184,8 @@ def call_gap(profiles: dict[str, Profile]) -> pd.DataFrame:
                      "µs per call (do_bench)": None if bench is None else round(float(bench), 1),
                      "gap µs": None if bench is None else round(float(bench) - gpu, 1),
                      "GPU busy %": None if not bench else round(100 * gpu / float(bench), 1),
-                     "attn_fwd CPU µs (profiled)": round(float(s["cpu_time_us"]), 1)})
+                     "attn_fwd CPU µs (profiled)": round(float(s["cpu_time_us"]), 1),
+                     "bound": "not timed" if of_call(s) is None else of_call(s).words})
     return pd.DataFrame(rows).set_index("stage")
 
 
