@@ -1,6 +1,7 @@
 """Numbers for the prose: every figure in a sentence comes from the run, through myst-nb's glue."""
 from __future__ import annotations
 
+import pandas as pd
 from IPython.display import HTML
 
 from ..profiling.profile import Profile
@@ -76,4 +77,34 @@ def glue_timer(profiles: dict) -> dict:
                                 "not measured")
     for key, value in values.items():
         glue(f"timer_{key}", value)
+    return values
+
+
+def glue_async(prof: Profile, prefix: str | None = None) -> dict:
+    """Glue what one forward's timeline shows about asynchronous launch, in µs from the start of
+    `attn_fwd` on the CPU: when the CPU finished issuing (`<stage>_async_cpu_done_us`), when the
+    first GPU event started (`_async_gpu_start_us`) and when the last one ended (`_async_gpu_done_us`),
+    and the forward's memset: its size, the op and the call that made it."""
+    prefix = prefix or prof.stage
+    ops, gpu = prof.cpu_ops(), prof.gpu_events()
+    top = ops[ops["depth"] == 0].iloc[0]
+    t0 = float(top["start_us"])
+    values = {"async_cpu_done_us": round(float(top["end_us"]) - t0, 1),
+              "async_gpu_start_us": round(float(gpu["start_us"].min()) - t0, 1),
+              "async_gpu_done_us": round(float(gpu["end_us"].max()) - t0, 1)}
+    # the GPU may still be running the previous forward's work when this one's is queued
+    earlier = [st for st in prof.steps if st < prof.forward_step]
+    if earlier:
+        before = prof.gpu_events(earlier[-1])
+        values["async_prev_gpu_done_us"] = round(float(before["end_us"].max()) - t0, 1)
+    # the first launch call returns long before its GPU event starts: the queue at work
+    first = gpu.sort_values("start_us").iloc[0]
+    values["async_first_queued_us"] = round(float(first["start_us"]) - float(first["launch_start_us"]), 1)
+    memsets = gpu[gpu["category"] == "memset"]
+    if len(memsets):
+        m = memsets.iloc[0]
+        values |= {"memset_bytes": int(m["bytes"]) if pd.notna(m["bytes"]) else "not recorded",
+                   "memset_op": str(m["aten_op"]), "memset_call": str(m["launched_by"])}
+    for key, value in values.items():
+        glue(f"{prefix}_{key}", value)
     return values

@@ -20,12 +20,13 @@ pd.set_option("display.max_columns", 40)
 pd.set_option("display.width", 250)
 
 
-def kernel_table(prof: Profile, step: int | None = None) -> pd.DataFrame:
+def kernel_table(prof: Profile, step: int | None = None, occupancy: bool = False) -> pd.DataFrame:
     """One forward's GPU events in launch order (#): the kernel, what launched it and the aten op
-    first (where a reader looks to tell who made a Memcpy), then its time and launch arguments."""
+    first (where a reader looks to tell who made a Memcpy), then its time and launch arguments;
+    CUPTI's occupancy estimate only with `occupancy=True` (chapter 7 teaches it)."""
     k = prof.kernels(step)
     k.index = pd.RangeIndex(1, len(k) + 1, name="#")
-    return pd.DataFrame({
+    table = pd.DataFrame({
         "kernel": k["name"],
         "launched by": k["launched_by"],
         "aten op": k["top_aten_op"].where(k["top_aten_op"] == k["aten_op"], k["top_aten_op"] + " → " + k["aten_op"]),
@@ -38,6 +39,8 @@ def kernel_table(prof: Profile, step: int | None = None) -> pd.DataFrame:
         "block": k["block"],
         "CUPTI occ. %": k["est_occupancy_pct"],
     })
+    table.attrs = {"caption": "One forward: the last profiled step."}
+    return table if occupancy else table.drop(columns=["CUPTI occ. %"])
 
 
 def op_tree(prof: Profile, step: int | None = None, min_us: float = 0.0) -> pd.DataFrame:
