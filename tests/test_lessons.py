@@ -88,8 +88,14 @@ def test_flash_moves_only_q_k_v_and_out(profiles):
 
 
 def test_fully_masked_row_shows_the_nan():
+    # torch itself is the independent source: the page writes its NaN out, visibly
+    import torch
+    row = torch.full((1, 4), float("-inf"))
+    assert torch.softmax(row, -1).isnan().all() and (torch._safe_softmax(row, -1) == 0).all()
     frame = claims.fully_masked_row()
-    assert frame["torch.softmax"].isna().all() and (frame["torch._safe_softmax"] == 0).all()
+    assert (frame["torch.softmax"] == "NaN (0 / 0)").all() and (frame["torch._safe_softmax"] == "0").all()
+    from helpers.pages.render import html_table
+    assert html_table(frame).count("NaN (0 / 0)") == 4
 
 
 def test_timer_agreement_ratio(profiles):
