@@ -1,4 +1,4 @@
-"""The book's one definition of "bound by the GPU / by the CPU" (helpers.profiling.bound): on
+"""The book's one definition of "bound by the GPU / by the CPU" (helpers.core.bound): on
 hand-built inputs on both sides of its line, and against the recorded traces, with expectations
 computed from the raw events (do_bench from the provenance, GPU time and gaps from the events)."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import raw_document
 
-from helpers.profiling import bound as b
-from helpers.profiling.profile import Profile
+from helpers.core import bound as b
+from helpers.core.profile import Profile
 
 TRACES = Path(__file__).resolve().parents[1] / "notebooks" / "traces" / "h200"
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -128,8 +128,8 @@ OWN = sorted((TRACES / "own_model").glob("*.json.gz"))
 
 @pytest.mark.parametrize("path", OWN, ids=lambda p: p.name)
 def test_recorded_step_bound_follows_the_raw_gaps(path):
-    from helpers.pages import breakdown
-    from helpers.profiling.anytrace import load_trace
+    from helpers.views import breakdown
+    from helpers.sources.anytrace import load_trace
     prof = load_trace(path)
     raw = raw_step_breakdown(path)
     for step in prof.steps:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import claims, profile_stages, tables
-from helpers.profiling.stages import STAGES
+from helpers.core.stages import STAGES
 
 
 @pytest.fixture(scope="module")
