@@ -5,6 +5,7 @@ import hashlib
 import html
 import json
 import sys
+from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
@@ -25,6 +26,9 @@ SERIES_COLORS = {"GPU time": "#4C78A8", "CPU time": "#F58518", "do_bench": "#54A
 MUTED = "#8A8F98"  # readable on the light and the dark theme alike
 
 TEMPLATE = "attention_profiled"   # the book's plotly template, registered by use_book_style()
+# run after each figure of the static book is drawn: the title wraps to the chart's width and a
+# legend above the plot sits under the title, measured (plotly does neither at 390 px)
+FIT_JS = (Path(__file__).with_name("chart_fit.js")).read_text(encoding="utf-8")
 
 
 def book_template() -> go.layout.Template:
@@ -65,7 +69,7 @@ class BookRenderer(MimetypeRenderer):
         digest = hashlib.sha1(json.dumps(fig_dict, sort_keys=True, default=str).encode()).hexdigest()
         bundle["text/html"] = go.Figure(fig_dict).to_html(
             include_plotlyjs=False, full_html=False, div_id=f"fig-{digest[:12]}-{BookRenderer.shown}",
-            config={"displaylogo": False, "responsive": True})
+            config={"displaylogo": False, "responsive": True}, post_script=FIT_JS)
         return bundle
 
 
