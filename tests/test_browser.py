@@ -640,7 +640,8 @@ MAX_PROSE_WORDS, MAX_TABLE_ROWS = 1200, 60
 
 READING_JS = """() => {
   const article = document.querySelector('.bd-article') || document.body;
-  const shown = (el) => el.getClientRects().length > 0;
+  // a closed fold's content keeps its boxes in Chromium (content-visibility): checkVisibility
+  const shown = (el) => (el.checkVisibility ? el.checkVisibility() : el.getClientRects().length > 0);
   // prose: the text a reader reads without opening anything: not code, tables, charts, the
   // outputs' printed text, nor what sits in a closed fold
   const skip = 'table, pre, code, .cell_input, .js-plotly-plot, svg, .output.stream, .output.text_plain, ' +
@@ -657,7 +658,7 @@ READING_JS = """() => {
   const charts = [];
   document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
     const r = gd.getBoundingClientRect();
-    if (!r.width) return;  // folded away
+    if (!r.width || !shown(gd)) return;  // folded away
     const t = gd.querySelector('.g-gtitle'), l = gd.querySelector('.legend');
     const tb = t && t.getBoundingClientRect(), lb = l && l.getBoundingClientRect();
     const has = (b) => b && b.width > 0 && b.height > 0;
@@ -680,7 +681,10 @@ def test_reading_limits(visit, book, path, size):
     a chapter; every chart's title and legend inside the chart and clear of each other; no console
     error. A screenshot of each page and width goes beside the book."""
     v = visit(path, "light", size)
-    v.page.wait_for_timeout(1500)  # chart_fit.js measures and lays out after plotly draws
+    # chart_fit.js measures and lays out each shown chart after plotly draws it, then marks it
+    v.page.wait_for_function("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .filter(gd => gd.checkVisibility())
+        .every(gd => gd.getAttribute('data-fit-width') === String(gd.clientWidth))""", timeout=20000)
     got = v.page.evaluate(READING_JS)
     name = path.removesuffix(".html").replace("/", "__")
     v.page.screenshot(path=str(book.parent / "screenshots" / f"{name}__reading__{size[0]}.png"), full_page=True)

@@ -7,7 +7,12 @@
 (function () {
   var gd = document.getElementById('{plot_id}');
   if (!gd || !window.Plotly) return;
-  var orig = null, busy = false, lastWidth = 0;
+  var orig = null, busy = false, done = 0, pending = false, failures = 0;
+  function later() {
+    if (pending) return;
+    pending = true;
+    setTimeout(function () { pending = false; fit(); }, 60);
+  }
   function plain(s) { return s.replace(/<[^>]+>/g, ''); }
   function wrap(segment, limit) {
     var sup = /^<sup>([\s\S]*)<\/sup>$/.exec(segment);
@@ -27,9 +32,12 @@
     return b.width || b.height ? b : null;
   }
   function fit() {
+    if (busy) { later(); return; }
+    // folded away (a closed output or dropdown): fitted when it is shown
+    if (gd.checkVisibility ? !gd.checkVisibility() : !gd.getClientRects().length) return;
     var width = gd.clientWidth;
-    if (busy || !width || width === lastWidth) return;
-    busy = true; lastWidth = width;
+    if (!width || width === done) return;
+    busy = true;
     var layout = gd.layout, full = gd._fullLayout || {};
     if (orig === null) {
       var legend = layout.legend || {};
@@ -80,9 +88,19 @@
                                     'legend.y': 1 - titleBottom / height, 'legend.yanchor': 'top',
                                     'legend.x': 0, 'legend.xanchor': 'left'});
       });
-    }).then(function () { busy = false; }, function () { busy = false; });
+    }).then(function () {
+      busy = false; done = width;
+      gd.setAttribute('data-fit-width', String(width));  // tests wait for it
+      if (gd.clientWidth !== width) later();  // the page reflowed meanwhile
+    }, function () {
+      busy = false;
+      if (++failures < 8) later();  // a relayout refused while plotly was busy: again
+    });
   }
   fit();
+  for (var d = gd.closest('details'); d; d = d.parentElement && d.parentElement.closest('details')) {
+    d.addEventListener('toggle', later);
+  }
   if (window.ResizeObserver) new ResizeObserver(function () { fit(); }).observe(gd);
   else window.addEventListener('resize', fit);
 })();
