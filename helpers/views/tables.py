@@ -135,7 +135,7 @@ def timer_agreement(profiles: dict) -> pd.DataFrame:
                      "CPU µs (profiled)": round(cpu, 1),
                      "bound": "no independent timing recorded" if b is None else b.words})
     frame = pd.DataFrame(rows).set_index("stage")
-    frame.attrs = {"caption": (f"Median of the profiled steps; do_bench: median per call, no profiler. "
+    frame.attrs = {"caption": (f"One forward: the last profiled step; do_bench: its median per call, no profiler. "
                                f"Bound by the GPU when do_bench is at most {LINE:.0%} longer than the GPU "
                                f"time, else by the CPU (glossary: bound by the CPU / by the GPU).")}
     return frame
