@@ -2,7 +2,10 @@
 them): every output of every code cell, glued values included, with what changes per run (widget
 model ids, plotly div ids, uuids, hashes, temp folders, timings of this machine) normalised.
 
-    python tools/compare_notebooks.py /tmp/exec_before /tmp/exec_after
+    python tools/compare_notebooks.py /tmp/exec_before /tmp/exec_after [--shown]
+
+With --shown an output's text/plain is left out where it has a richer form (HTML, an image, a
+widget): the page shows that one, and a DataFrame's text/plain depends on pandas' options.
 
 Prints the cells that differ and exits 1 if any does. Used to check that a refactoring changes
 nothing a reader sees in replay."""
@@ -20,6 +23,9 @@ NORM = [(re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
         (re.compile(r"(?:[\w/.-]*)/(?:before19|w19)/"), "<repo>/")]
 
 
+SHOWN_ONLY = "--shown" in sys.argv   # compare what a reader sees: text/plain only where nothing richer exists
+
+
 def outputs(path: Path) -> list[str]:
     nb = json.loads(path.read_text())
     cells = []
@@ -27,8 +33,22 @@ def outputs(path: Path) -> list[str]:
         if cell["cell_type"] != "code":
             continue
         parts = []
+        merged = []
         for out in cell.get("outputs", []):
+            # one stream written in two flushes is the same output
+            if merged and out.get("output_type") == "stream" and merged[-1].get("output_type") == "stream" \
+                    and merged[-1].get("name") == out.get("name"):
+                text = lambda o: o["text"] if isinstance(o["text"], str) else "".join(o["text"])  # noqa: E731
+                merged[-1] = {**merged[-1], "text": text(merged[-1]) + text(out)}
+            else:
+                merged.append(dict(out))
+        for out in merged:
+            if out.get("output_type") == "stream" and not isinstance(out.get("text"), str):
+                out["text"] = "".join(out["text"])
             out = {k: v for k, v in out.items() if k not in ("execution_count",)}
+            data = out.get("data")
+            if SHOWN_ONLY and isinstance(data, dict) and len(data) > 1:
+                out["data"] = {k: v for k, v in data.items() if k != "text/plain"}
             text = json.dumps(out, sort_keys=True, indent=0)
             for rx, sub in NORM:
                 text = rx.sub(sub, text)
@@ -38,7 +58,7 @@ def outputs(path: Path) -> list[str]:
 
 
 def main() -> int:
-    a_root, b_root = Path(sys.argv[1]), Path(sys.argv[2])
+    a_root, b_root = [Path(a) for a in sys.argv[1:] if not a.startswith("--")][:2]
     differ = 0
     names = sorted(p.name for p in a_root.glob("*.ipynb") if (b_root / p.name).exists())
     for name in names:

@@ -23,7 +23,7 @@ from ..sources import ncu
 from ..sources.modes import resolve_mode
 from ..core.profile import Profile, TraceError
 from ..core import config
-from ..core.stages import DEFAULT_SHAPE, Shape
+from ..core.stages import DEFAULT_SHAPE, Shape, get_stage
 from .claims import hbm_traffic
 from ..views.notes import not_live
 from ..views.prose import glue
@@ -64,7 +64,7 @@ class Counters:
         p = self.provenance
         if self.mode == "live":
             return (f"Measured live with {ncu.short_version(p.get('ncu'))} on {self.gpu}: "
-                    f"{len(self.kernels)} forwards, one ncu subprocess each.")
+                    f"{len(self.kernels)} forwards, one ncu process for the page.")
         return (f"Replaying Nsight Compute's counters recorded on {p.get('gpu', self.gpu)} "
                 f"(sm {p.get('capability', '?')}, {p.get('sm_count', '?')} SMs) on {p.get('date', '?')[:10]} "
                 f"with {ncu.short_version(p.get('ncu'))} and torch {p.get('torch', '?')}.")
@@ -126,64 +126,65 @@ def _progress(total: int):
 
 def cache_dir(gpu: str, torch_version: str) -> Path:
     """Where live measurements of this GPU and torch are kept, so that the next page (or the next
-    run) reuses them instead of running ncu again: $ATTN_PROFILED_NCU_CACHE, else the temp folder."""
-    return config.cache_root() / re.sub(r"[^a-z0-9.]+", "-", f"{gpu} torch {torch_version}".lower()).strip("-")
+    run) reuses them instead of running ncu again: the session's one cache (config.cache_dir)."""
+    return config.cache_dir(gpu, torch_version)
 
 
-def _measured(name: str, out: Path, measure) -> tuple[pd.DataFrame, bool]:
-    """The kernels of one live recording: from the cache if this machine made it already."""
+def _cached(name: str, out: Path) -> pd.DataFrame | None:
+    """The kernels of one live recording, if this machine made it already (this session's cache)."""
     table = out / f"{name}.csv"
     if table.exists():
         try:
             result = ncu.kernels(ncu.read_csv(table))
             report = out / f"{name}.ncu-rep"
             result.attrs |= {"csv": table, "report": report if report.exists() else None, "name": name}
-            return result, True
+            return result
         except (TraceError, ValueError, KeyError):
             pass   # a broken cache entry is measured again
-    return measure(), False
+    return None
 
 
-def _live(stage_jobs: list[tuple[str, Shape]], gpu: str) -> Counters:
+def _live(stage_jobs: list[tuple[str, Shape]], gpu: str | None) -> Counters:
     import torch
 
-    from ..sources.capture import driver_version
+    from ..sources.provenance import device_facts
     props = torch.cuda.get_device_properties(0)
     out = cache_dir(props.name, torch.__version__)
     recorded = ncu.provenance(gpu) if (ncu.recording_dir(gpu) / "provenance.json").exists() else {}
     calibrations = _calibrations(recorded) or [
         {"name": ncu.calibration_name(d, m, n, k), "dtype": d, "m": m, "n": n, "k": k, "flops": 2 * m * n * k}
         for d, m, n, k in (("bfloat16", 4096, 4096, 4096), ("float32", 2048, 2048, 2048))]
-    jobs = [("calibration", c) for c in calibrations] + [("stage", job) for job in stage_jobs]
-    bar, label = _progress(len(jobs))
-    kernels, calibration, reused = {}, {}, 0
-    for kind, job in jobs:
-        if kind == "calibration":
-            label.value = f"<small>{job['name']}</small>"
-            table, cached = _measured(job["name"], out, lambda: ncu.measure_calibration(
-                job["dtype"], job["m"], job["n"], job["k"], out))
-            calibration[job["name"]] = table
-        else:
-            stage, shape = job
-            label.value = f"<small>{stage} · {shape.key}</small>"
-            try:
-                table, cached = _measured(ncu.recording_name(stage, shape), out,
-                                          lambda: ncu.measure_stage(stage, shape, out))
-            except ncu.CountersUnavailable:
-                raise
-            except RuntimeError as err:
-                # one GPU per page: a stage that can't run here sends every stage to the recording
-                raise ncu.CountersUnavailable(f"{stage} did not run under ncu on {props.name} "
-                                              f"({str(err)[:300]})") from err
-            kernels[(stage, shape.key)] = table
-        reused += cached
-        bar.value += 1
-    bar.description, label.value = "done", f"<small>reports in {out}</small>"
-    prov = {"gpu": props.name, "capability": f"{props.major}.{props.minor}",
-            "sm_count": props.multi_processor_count, "driver": driver_version(),
+    jobs = [ncu.calibration_job(c["dtype"], c["m"], c["n"], c["k"]) for c in calibrations] + \
+        [ncu.stage_job(stage, shape) for stage, shape in stage_jobs]
+    found = {j["name"]: _cached(j["name"], out) for j in jobs}
+    missing = [j for j in jobs if found[j["name"]] is None]
+    reused = len(jobs) - len(missing)
+    if missing:
+        # every forward this page still needs, in ONE profiled process (ncu's report split by
+        # NVTX range), with a progress bar that moves as each finishes
+        bar, label = _progress(len(jobs))
+        bar.value = reused
+        label.value = f"<small>{len(missing)} forwards under one ncu process</small>"
+
+        def done(name: str) -> None:
+            bar.value += 1
+            label.value = f"<small>{name}</small>"
+        try:
+            found |= ncu.measure_jobs(missing, out, on_done=done)
+        except ncu.CountersUnavailable:
+            raise
+        except RuntimeError as err:
+            # one GPU per page: a stage that can't run here sends every stage to the recording
+            raise ncu.CountersUnavailable(f"the page's forwards did not run under ncu on {props.name} "
+                                          f"({str(err)[:300]})") from err
+        bar.description, label.value = "done", f"<small>reports in {out}</small>"
+    calibration = {c["name"]: found[c["name"]] for c in calibrations}
+    kernels = {(stage, shape.key): found[ncu.recording_name(stage, shape)] for stage, shape in stage_jobs}
+    facts = device_facts()
+    prov = {**{k: facts[k] for k in ("gpu", "capability", "sm_count", "driver")},
             "ncu": ncu.version(ncu.find_ncu()), "torch": torch.__version__, "folder": str(out),
             "calibration": calibrations}
-    notes = [f"{reused} of the {len(jobs)} recordings were this machine's from an earlier run, in {out}"] if reused else []
+    notes = [f"{reused} of the {len(jobs)} recordings were this machine's from an earlier run or page, in {out}"] if reused else []
     return Counters("live", props.name, prov, kernels, calibration, notes=notes)
 
 
@@ -193,7 +194,8 @@ def collect(stages: Sequence[str], sweep: Sequence[Shape] = (), sweep_stages: Se
     (default: all of them) at each shape of `sweep` too, and of the calibration matmuls.
 
     Live where CUDA is present, ncu is found and the GPU permits counters (ncu runs in a
-    subprocess per forward, with a progress bar); else the recordings of the replay set, and the
+    single process for the page, with a progress bar; what an earlier page of
+    this session measured is reused from the cache); else the recordings of the replay set, and the
     banner says why. In "auto" mode a live failure for want of counters falls back to replay."""
     jobs = [(s, DEFAULT_SHAPE) for s in stages]
     jobs += [(s, sh) for sh in sweep for s in (sweep_stages or stages) if sh != DEFAULT_SHAPE]
@@ -295,8 +297,8 @@ def glue_calibration(c: Counters) -> dict:
               "ffma_factor": f"{factors[FFMA]:.3g}" if FFMA in factors else "—"}
     w = work(c)
     ratios = w["measured / model"]
-    for stage, key in (("naive", "naive"), ("sdpa_math", "math"), ("sdpa_flash", "flash"),
-                       ("sdpa_cudnn", "cudnn"), ("sdpa_efficient", "efficient")):
+    for stage in ("naive", "sdpa_math", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient"):
+        key = get_stage(stage).short
         if stage in ratios:
             values[f"{key}_ratio"] = f"{ratios[stage]:.3f}"
     # fused (one kernel): between the causal FLOPs and the full square; unfused: the full square at least

@@ -27,7 +27,7 @@ from ..sources import ceilings as measured_ceilings
 from ..sources import ncu
 from ..sources.modes import resolve_mode
 from ..core.profile import Profile
-from ..core.stages import DEFAULT_SHAPE, Shape
+from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, get_stage
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
 from .counters import Counters, copy_bytes, flops_per_unit, kernel_flops
 from ..views.prose import glue
@@ -47,12 +47,8 @@ DATASHEET = {
     "NVIDIA A100-SXM4-80GB": {"part": "A100 SXM 80GB", "bf16 TFLOP/s": 312.0, "TB/s": 2.039},
     "NVIDIA L4": {"part": "L4", "bf16 TFLOP/s": 121.0, "TB/s": 0.3},
 }
-STAGE_COLORS = {
-    "naive": KIND_COLORS["masked_fill"], "inplace": KIND_COLORS["mask"], "sdpa_math": KIND_COLORS["softmax"],
-    "sdpa_efficient": KIND_COLORS["elementwise"], "sdpa_flash": KIND_COLORS["attention"],
-    "sdpa_cudnn": KIND_COLORS["gemm"], "sdpa_auto": KIND_COLORS["reduce"], "naive_compiled": KIND_COLORS["fused"],
-    "flex": KIND_COLORS["copy"], "flex_sliding": KIND_COLORS["fill"],
-}
+# each stage's colour and marker: the registry's (Stage.colour, Stage.symbol)
+STAGE_COLORS = {name: st.colour for name, st in STAGES.items()}
 
 
 # ------------------------------------------------------------------------------------- ceilings
@@ -76,7 +72,7 @@ def load_ceilings(c: Counters | None = None, mode: str = "auto", quiet: bool = F
     live = None
     if resolve_mode(mode) == "live":
         import torch
-        live = _roof(measured_ceilings.measure(), torch.cuda.get_device_name(), "live")
+        live = _roof(measured_ceilings.measure_cached(), torch.cuda.get_device_name(), "live")
     if live is not None and (c is None or c.gpu == live["gpu"]):
         roof = live
         line = f"Measured the ceilings live on {live['gpu']} with triton.testing.do_bench."
@@ -132,12 +128,12 @@ def timings(c: Counters, quiet: bool = False) -> pd.DataFrame:
         import ipywidgets as w
         from IPython.display import display
 
-        from ..sources.capture import capture
+        from ..sources.capture import capture_cached
         bar = w.IntProgress(min=0, max=len(jobs), description="do_bench")
         display(bar)
         for stage, shape in jobs:
             try:
-                prof = capture(stage, shape, independent_timer=True)
+                prof = capture_cached(stage, shape, independent_timer=True)
             except Exception as err:  # noqa: BLE001 - a stage this GPU can't run has no timing
                 if not quiet:
                     print(f"  {stage} at {shape.key}: not timed here ({type(err).__name__}: {str(err)[:160]})")
@@ -276,10 +272,7 @@ def table(pts: pd.DataFrame) -> pd.DataFrame:
 
 # the roofs are drawn over this span of intensities; the axes show the part the points need
 ROOF_SPAN = (1e-2, 1e5)
-# a marker shape per stage besides its colour: stages whose points fall close together stay apart
-STAGE_SYMBOLS = {"naive": "circle", "inplace": "x-thin-open", "sdpa_math": "square", "sdpa_efficient": "triangle-up",
-                 "sdpa_flash": "diamond", "sdpa_cudnn": "star", "naive_compiled": "pentagon", "flex": "hexagon",
-                 "flex_sliding": "hexagon-open", "sdpa_auto": "star-open"}
+STAGE_SYMBOLS = {name: st.symbol for name, st in STAGES.items()}
 
 
 def _roof_lines(fig: go.Figure, roof: dict) -> None:
@@ -471,7 +464,8 @@ def glue_sweep(pts: pd.DataFrame) -> dict:
     cpu_long = pts[(pts["seq"] == longest) & (pts["bound by the CPU"] == True)]["stage"]  # noqa: E712
     values = {"seq_min": shortest, "seq_max": longest, "cpu_short": _and(cpu_short), "cpu_long": _and(cpu_long),
               "cpu_short_count": len(cpu_short)}
-    for stage, key in (("sdpa_flash", "flash"), ("naive", "naive"), ("sdpa_cudnn", "cudnn")):
+    for stage in ("sdpa_flash", "naive", "sdpa_cudnn"):
+        key = get_stage(stage).short
         rows = pts[pts["stage"] == stage]
         if len(rows) < 2:
             continue

@@ -66,6 +66,14 @@ def cache_root() -> Path:
     return Path(root) if root else Path(tempfile.gettempdir()) / "attention_profiled"
 
 
+def cache_dir(gpu: str, torch_version: str) -> Path:
+    """The one cache of live measurements for this GPU and torch, shared by every notebook of a
+    session (ncu's counters, the ceilings, the roofline's timed forwards): chapter 09 reuses what
+    05 and 07 measured."""
+    import re
+    return cache_root() / re.sub(r"[^a-z0-9.]+", "-", f"{gpu} torch {torch_version}".lower()).strip("-")
+
+
 def local_kernels() -> str | None:
     return os.environ.get("LOCAL_KERNELS")
 

@@ -8,12 +8,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import torch
-import torch.nn.functional as F
-
 from .errors import StageUnavailable
+from .palette import KIND_COLORS
 
-DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+# the input dtypes, by torch's name; torch itself is imported where a forward runs, so that
+# replay (and `import helpers`) never pays for importing it
+DTYPES = {"bfloat16": 2, "float16": 2, "float32": 4}   # name -> bytes per element
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,13 @@ class Shape:
             raise ValueError(f"Shape.dtype must be one of {sorted(DTYPES)}, got {self.dtype!r}")
 
     @property
-    def torch_dtype(self) -> torch.dtype:
+    def torch_dtype(self) -> "torch.dtype":
+        import torch
+        return getattr(torch, self.dtype)
+
+    @property
+    def element_size(self) -> int:
+        """Bytes per element of q, k, v (and of the scores, in the same dtype)."""
         return DTYPES[self.dtype]
 
     @property
@@ -74,6 +80,7 @@ class Requirement:
     max_head_dim: int | None = None
 
     def problem(self, shape: Shape, device: torch.device) -> str | None:
+        import torch
         if device.type != "cuda":
             return f"it needs a CUDA GPU ({self.summary}) and this process has none"
         if self.min_capability is not None:
@@ -111,16 +118,24 @@ class Stage:
     # forward. The registry names it and never imports it, so it may import anything below.
     hook: str | None = None
     compiled: bool = False            # torch.compile'd: the first call compiles (capture resets it)
-    # the lesson its chapter is about, in a sentence (the closing table's), and the start of the
-    # claim whose verdict, computed from the trace, backs it ("" where no claim does)
-    lesson: str = ""
+    # what the pages say and draw about it, in one place
+    short: str = ""                   # the key of its glued numbers (`flash_ratio`); default: name
+    colour: str = KIND_COLORS["unknown"]   # its colour wherever stages are compared (roofline)
+    symbol: str = "circle"            # its plotly marker, so that close points stay apart
+    lesson: str = ""                  # in one line, what its chapter teaches (the closing table)
+    # the start of the claim whose verdict, computed from the trace, backs the lesson there
     lesson_claim: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.short:
+            object.__setattr__(self, "short", self.name)
 
     def _hooked(self, name: str) -> Callable:
         return getattr(importlib.import_module(self.hook), name)
 
     def make_inputs(self, shape: Shape = DEFAULT_SHAPE, device: str | torch.device = "cuda",
                     seed: int = 0) -> dict:
+        import torch
         device = torch.device(device)
         gen = torch.Generator(device=device).manual_seed(seed)
         size = (shape.batch, shape.heads, shape.seq, shape.head_dim)
@@ -147,6 +162,7 @@ class Stage:
 
     def check(self, shape: Shape, device: str | torch.device = "cuda") -> None:
         """Raise StageUnavailable, naming the cause and the way out, if the stage can't run."""
+        import torch
         problem = self.requirement.problem(shape, torch.device(device))
         if problem:
             raise StageUnavailable(
@@ -155,6 +171,7 @@ class Stage:
 
     def run(self, inputs: dict) -> torch.Tensor:
         """One forward, exactly as the profiler sees it."""
+        import torch
         # the backend is pinned outside attn_fwd, so its context manager is not counted as CPU time
         with self._backend(), torch.no_grad(), torch.profiler.record_function("attn_fwd"):
             try:
@@ -180,18 +197,21 @@ class Stage:
 # --- the forwards -----------------------------------------------------------------------------
 
 def naive_forward(x: dict) -> torch.Tensor:
+    import torch
     scores = (x["q"] @ x["k"].transpose(-2, -1)) * x["scale"]
     scores = scores.masked_fill(x["mask"], float("-inf"))
     return torch.softmax(scores, dim=-1) @ x["v"]
 
 
 def inplace_forward(x: dict) -> torch.Tensor:
+    import torch
     scores = (x["q"] @ x["k"].transpose(-2, -1)) * x["scale"]
     scores.masked_fill_(x["mask"], float("-inf"))
     return torch.softmax(scores, dim=-1) @ x["v"]
 
 
 def sdpa_forward(x: dict) -> torch.Tensor:
+    import torch.nn.functional as F
     return F.scaled_dot_product_attention(x["q"], x["k"], x["v"], is_causal=x["shape"].causal)
 
 
@@ -209,26 +229,30 @@ register(Stage(
     "naive", "Naive attention", "matmul, scale, out-of-place masked_fill, softmax, matmul",
     naive_forward, naive_mask=True,
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
+    short="naive", colour=KIND_COLORS["masked_fill"], symbol="circle",
     lesson='an out-of-place masked_fill hides a full copy of the scores, a Memcpy no line of code asked for',
     lesson_claim='out-of-place masked_fill copies the scores first'))
 register(Stage(
     "inplace", "In-place masking", "masked_fill_ writes into the scores instead of a copy",
     inplace_forward, naive_mask=True,
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
-    lesson='one character removes the hidden copy and the time it took',
+    short="inplace", colour=KIND_COLORS["mask"], symbol="x-thin-open",
+    lesson='masking in place saves one copy of the scores, not a kernel',
     lesson_claim='masked_fill_ writes in place'))
 register(Stage(
     "sdpa_math", "SDPA, math backend", "F.scaled_dot_product_attention pinned to MATH",
     sdpa_forward, sdpa_backend="MATH",
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
-    lesson='one call is not one kernel: the reference backend launches many small ones',
+    short="math", colour=KIND_COLORS["softmax"], symbol="square",
+    lesson='one API call that runs the same unfused kernels as the naive code',
     lesson_claim='the math backend launches many small kernels'))
 register(Stage(
     "sdpa_efficient", "SDPA, memory-efficient backend", "pinned to EFFICIENT_ATTENTION (xformers' CUTLASS kernel)",
     sdpa_forward, Requirement("the memory-efficient kernel needs sm 8.0+ for bf16", min_capability=(8, 0)),
     sdpa_backend="EFFICIENT_ATTENTION",
     guess_kinds=("attention",),
-    lesson='a fused kernel: the whole forward in one launch, the scores never written out',
+    short="efficient", colour=KIND_COLORS["elementwise"], symbol="triangle-up",
+    lesson="one fused kernel, xformers' memory-efficient attention built on CUTLASS",
     lesson_claim='one fused CUTLASS'))
 register(Stage(
     "sdpa_flash", "SDPA, flash backend", "pinned to FLASH_ATTENTION (FlashAttention-2, vendored in PyTorch)",
@@ -236,21 +260,24 @@ register(Stage(
                               max_head_dim=256),
     sdpa_backend="FLASH_ATTENTION",
     guess_kinds=("attention",),
-    lesson='FlashAttention-2 keeps every tile of scores on chip: one kernel, a fraction of the bytes',
+    short="flash", colour=KIND_COLORS["attention"], symbol="diamond",
+    lesson='one fused FlashAttention-2 kernel: the scores never reach HBM',
     lesson_claim='one fused FlashAttention-2 kernel'))
 register(Stage(
     "sdpa_cudnn", "SDPA, cuDNN backend", "pinned to CUDNN_ATTENTION (a kernel cuDNN generates)",
     sdpa_forward, Requirement("cuDNN attention needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF),
     sdpa_backend="CUDNN_ATTENTION",
     guess_kinds=("attention",),
-    lesson="cuDNN generates a kernel for this GPU and shape: is it the fastest backend, and SDPA's choice?",
-    lesson_claim='flash is the fastest backend'))
+    short="cudnn", colour=KIND_COLORS["gemm"], symbol="star",
+    lesson='a fused kernel cuDNN generates, and more CPU work around its launch',
+    lesson_claim='cuDNN spends more CPU time per forward'))
 register(Stage(
     "sdpa_auto", "SDPA, automatic choice", "no backend pinned: SDPA picks one for this GPU and shape",
     sdpa_forward,
     guess_kinds=("attention",),
-    lesson='left alone, SDPA picks a backend for the GPU and shape: read the kernel name to see which',
-    lesson_claim='flash is the fastest backend'))
+    short="auto", colour=KIND_COLORS["reduce"], symbol="star-open",
+    lesson='the backend SDPA picks by itself for this GPU and shape',
+    lesson_claim="flash is the fastest backend, and cuDNN is not SDPA's automatic choice"))
 
 
 # --- beyond the article: what a compiler makes of the same code ------------------------------
@@ -266,11 +293,13 @@ def _compiled_once(key: str, build: Callable[[], Callable]) -> Callable:
 
 def reset_compiled() -> None:
     """Forget every compiled callable and dynamo's caches: the next call compiles afresh."""
+    import torch
     _compiled.clear()
     torch._dynamo.reset()
 
 
 def compiled_naive_forward(x: dict) -> torch.Tensor:
+    import torch
     def core(q, k, v, mask, scale):
         scores = (q @ k.transpose(-2, -1)) * scale
         scores = scores.masked_fill(mask, float("-inf"))
@@ -280,6 +309,7 @@ def compiled_naive_forward(x: dict) -> torch.Tensor:
 
 
 def flex_forward(x: dict) -> torch.Tensor:
+    import torch
     from torch.nn.attention.flex_attention import flex_attention
     fn = _compiled_once("flex", lambda: torch.compile(flex_attention))
     return fn(x["q"], x["k"], x["v"], block_mask=x["block_mask"])
@@ -307,14 +337,16 @@ register(Stage(
     "naive_compiled", "Naive attention, torch.compile", "the naive code through torch.compile",
     compiled_naive_forward, TRITON, naive_mask=True,
     guess_kinds=("gemm", "fused", "gemm"), compiled=True,
-    lesson='the compiler keeps the gemms and fuses scale, mask and softmax into one Triton kernel',
+    short="compiled", colour=KIND_COLORS["fused"], symbol="pentagon",
+    lesson='torch.compile fuses the scale, mask and softmax into one Triton kernel; the matmuls stay',
     lesson_claim='scale, mask and softmax fuse'))
 register(Stage(
     "flex", "FlexAttention", "flex_attention with a causal block mask, compiled to one Triton kernel",
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
     guess_kinds=("attention",),
     extra_inputs=add_causal_block_mask, compiled=True,
-    lesson='a mask written as a Python function compiles into one Triton kernel that skips the masked blocks',
+    short="flex", colour=KIND_COLORS["copy"], symbol="hexagon",
+    lesson='FlexAttention compiles a causal block mask into one Triton kernel',
     lesson_claim='one Triton template kernel does the whole forward'))
 register(Stage(
     "flex_sliding", "FlexAttention, sliding window",
@@ -322,7 +354,8 @@ register(Stage(
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
     guess_kinds=("attention",),
     extra_inputs=add_sliding_window_block_mask, compiled=True,
-    lesson='another mask, the same kernel: the cost follows the blocks the mask visits',
+    short="sliding", colour=KIND_COLORS["fill"], symbol="hexagon-open",
+    lesson='a sliding-window block mask skips the blocks no query sees',
     lesson_claim='its cost follows the blocks it visits'))
 
 ARTICLE_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
@@ -347,5 +380,6 @@ register(Stage(
     Requirement("the Hub's FlashAttention-2 builds need an Ampere-or-newer GPU (sm 8.0+) and fp16/bf16",
                 **AMPERE_HALF, max_head_dim=256),
     guess_kinds=("attention",), hook="helpers.core.hub_kernel",
-    lesson='the same algorithm from another binary: the same template, about the same time',
+    short="hub", colour=KIND_COLORS["unknown"], symbol="circle",
+    lesson='FlashAttention-2 loaded from the Hub: the same algorithm, another binary',
     lesson_claim='the same kernel takes about the same GPU time'))

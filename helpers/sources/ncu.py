@@ -107,6 +107,149 @@ def profile_one_forward(stage: str, shape_key: str, warmup: int = 3) -> None:
     cudart.cudaProfilerStop()
 
 
+def _forward_of(job: dict):
+    """What one job of a page runs once inside its range: a stage's forward (its inputs built and
+    three warm-up calls made first, outside every range) or a calibration matmul."""
+    import torch
+    if job["kind"] == "stage":
+        from ..core.stages import get_stage
+        st = get_stage(job["stage"])
+        inputs = st.make_inputs(Shape.from_key(job["shape"]), "cuda")
+        forward = lambda: st.run(inputs)  # noqa: E731
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 stays on the FMA pipe
+        a = torch.randn(job["m"], job["k"], device="cuda", dtype=getattr(torch, job["dtype"]))
+        b = torch.randn(job["k"], job["n"], device="cuda", dtype=getattr(torch, job["dtype"]))
+        forward = lambda: a @ b  # noqa: E731
+    for _ in range(3):
+        forward()
+    torch.cuda.synchronize()
+    return forward
+
+
+def profile_jobs(jobs_json: str) -> None:
+    """Run in the one process ncu profiles for a page: every job in turn, each run once between
+    cudaProfilerStart and cudaProfilerStop inside an NVTX range named for it, so that
+    `ncu --nvtx --profile-from-start off` sees exactly one forward per job and its report can be
+    split by range (`--print-nvtx-rename kernel`). A line per job tells the parent how far it got."""
+    import torch
+    cudart = torch.cuda.cudart()
+    for job in json.loads(jobs_json):
+        forward = _forward_of(job)
+        cudart.cudaProfilerStart()
+        torch.cuda.nvtx.range_push(job["name"])
+        forward()
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+        cudart.cudaProfilerStop()
+        del forward
+        torch.cuda.empty_cache()
+        print(f"{JOB_DONE}{job['name']}", flush=True)
+
+
+JOB_DONE = "attention_profiled job done: "
+
+
+def stage_job(stage: str, shape: Shape) -> dict:
+    return {"kind": "stage", "name": recording_name(stage, shape), "stage": stage, "shape": shape.key}
+
+
+def calibration_job(dtype: str, m: int, n: int, k: int) -> dict:
+    return {"kind": "calibration", "name": calibration_name(dtype, m, n, k), "dtype": dtype, "m": m, "n": n, "k": k}
+
+
+def _rows(text: str) -> list[list[str]]:
+    return [row for row in csv.reader(io.StringIO(text)) if row]
+
+
+def split_by_range(raw: str, renamed: str, names: list[str]) -> dict[str, str]:
+    """ncu's raw CSV page of a whole page's report, split into one CSV per job: the same export
+    with `--print-nvtx-rename kernel` names each row by its innermost NVTX range (the job), row
+    for row (the ID column says so). Each part keeps the header and units rows, so read_csv
+    reads it as it reads a one-forward recording. Raises RuntimeError if a row has no job."""
+    a, b = _rows(raw), _rows(renamed)
+    start = next(i for i, r in enumerate(a) if "ID" in r and "Kernel Name" in r)
+    start_b = next(i for i, r in enumerate(b) if "ID" in r and "Kernel Name" in r)
+    header, units = a[start], a[start + 1]
+    id_a, name_b = header.index("ID"), b[start_b].index("Kernel Name")
+    id_b = b[start_b].index("ID")
+    rows_a, rows_b = a[start + 2:], b[start_b + 2:]
+    if len(rows_a) != len(rows_b):
+        raise RuntimeError(f"ncu's two exports differ in length ({len(rows_a)} and {len(rows_b)} rows)")
+    parts: dict[str, list[list[str]]] = {n: [] for n in names}
+    for ra, rb in zip(rows_a, rows_b):
+        if ra[id_a] != rb[id_b]:
+            raise RuntimeError(f"ncu's two exports disagree on the kernel IDs ({ra[id_a]} and {rb[id_b]})")
+        # ncu 2025.3 names a kernel "<range>/<kernel>" (the H200 run of benchmarks/results/gpu_live_19)
+        label = rb[name_b]
+        job = label if label in parts else label.split("/", 1)[0] if label.split("/", 1)[0] in parts else None
+        if job is None:
+            raise RuntimeError(f"a kernel of ncu's report is in no job's NVTX range (it reads {label[:120]!r})")
+        parts[job].append(ra)
+    missing = [n for n, rows in parts.items() if not rows]
+    if missing:
+        raise RuntimeError(f"no kernel of {', '.join(missing)} in ncu's report")
+    out = {}
+    for name, rows in parts.items():
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n")
+        writer.writerows([header, units, *rows])
+        out[name] = buffer.getvalue()
+    return out
+
+
+def run_page(jobs: list[dict], out_dir: Path, metrics: list[str], ncu: str, on_done=None,
+             timeout: float = 1800) -> tuple[Path, str, str]:
+    """Run every job under ONE ncu process (`profile_jobs`); return its report and two exports of
+    the raw page: as it is, and with each kernel renamed by its NVTX range (the job)."""
+    rep = Path(out_dir) / f"page__{len(jobs)}jobs__{os.getpid()}.ncu-rep"
+    call = f"profile_jobs({json.dumps(jobs)!r})"
+    command = [ncu, "--nvtx", "--profile-from-start", "off", "--clock-control", "none", "--metrics",
+               ",".join(metrics), "-f", "-o", str(rep.with_suffix("")), *target(call)]
+    said = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=_env()) as run:
+        for line in run.stdout:
+            if line.startswith(JOB_DONE):
+                if on_done is not None:
+                    on_done(line[len(JOB_DONE):].strip())
+            else:
+                said.append(line.rstrip())
+        returncode = run.wait(timeout=timeout)
+    if returncode != 0 or not rep.exists():
+        errors = "\n".join(line for line in said if "==ERROR==" in line or "==WARNING==" in line or "Error" in line)
+        raise RuntimeError(f"ncu failed on {len(jobs)} jobs (exit {returncode}): {errors or chr(10).join(said)[-2000:]}")
+    exports = []
+    for extra in ([], ["--print-nvtx-rename", "kernel"]):
+        exported = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", "raw", *extra],
+                                  capture_output=True, text=True, check=False)
+        if exported.returncode != 0:
+            raise RuntimeError(f"ncu --import {rep} failed: {exported.stderr[-2000:]}")
+        exports.append(exported.stdout)
+    return rep, exports[0], exports[1]
+
+
+def record_jobs(jobs: list[dict], out_dir: Path, metrics: list[str], ncu: str | None = None,
+                on_done=None) -> tuple[Path, dict[str, Path]]:
+    """Every job of a page in ONE profiled process under ncu, its report split by NVTX range into
+    `<job>.csv` per job (the format `record` writes for one forward). `on_done(name)` is called as
+    each job finishes. Returns the report and the tables; RuntimeError with ncu's words if it fails."""
+    ncu = ncu or find_ncu()
+    if ncu is None:
+        raise RuntimeError("ncu is not on PATH (Nsight Compute is not installed here)")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rep, raw, renamed = run_page(jobs, out_dir, metrics, ncu, on_done)
+    # both exports stay beside the report: what the split below read, should it refuse them
+    rep.with_suffix(".raw.csv").write_text(raw)
+    rep.with_suffix(".ranges.csv").write_text(renamed)
+    tables = {}
+    for name, text in split_by_range(raw, renamed, [j["name"] for j in jobs]).items():
+        tables[name] = out_dir / f"{name}.csv"
+        tables[name].write_text(text)
+    return rep, tables
+
+
 def profile_matmul(dtype: str, m: int, n: int, k: int) -> None:
     """A matmul of known FLOPs (2·m·n·k), to calibrate what one unit of a work counter stands for."""
     import torch
@@ -374,10 +517,18 @@ def short_version(text: str) -> str:
 _METRICS: dict[str, list[str]] = {}
 
 
-def live_metrics(exe: str) -> list[str]:
-    """What a live recording reads: the base metrics and this GPU's work counters (queried once)."""
+def live_metrics(exe: str, cache: Path | None = None) -> list[str]:
+    """What a live recording reads: the base metrics and this GPU's work counters (queried once
+    per process, and kept in `cache`/metrics.json for the next notebook of the session)."""
     if exe not in _METRICS:
-        _METRICS[exe] = list(BASE_METRICS) + work_metrics(query_metrics(exe))
+        kept = Path(cache) / "metrics.json" if cache else None
+        if kept is not None and kept.exists():
+            _METRICS[exe] = json.loads(kept.read_text())
+        else:
+            _METRICS[exe] = list(BASE_METRICS) + work_metrics(query_metrics(exe))
+            if kept is not None:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(json.dumps(_METRICS[exe]))
     return _METRICS[exe]
 
 
@@ -401,6 +552,29 @@ def measure(call: str, name: str, out_dir: Path) -> pd.DataFrame:
     result = kernels(read_csv(table))
     result.attrs |= {"csv": table, "report": report, "name": name}
     return result
+
+
+def measure_jobs(jobs: list[dict], out_dir: Path, on_done=None) -> dict[str, pd.DataFrame]:
+    """Every job of a page under ONE ncu process, now; name -> its kernels, as `kernels()` gives
+    them. Raises CountersUnavailable when ncu is missing or the GPU does not permit counters, and
+    RuntimeError with ncu's words for any other failure."""
+    reason = unavailable_reason()
+    if reason:
+        raise CountersUnavailable(reason)
+    exe = find_ncu()
+    try:
+        report, tables = record_jobs(jobs, Path(out_dir), live_metrics(exe, Path(out_dir)), exe, on_done)
+    except RuntimeError as err:
+        if PERMISSION_ERROR in str(err):
+            raise CountersUnavailable(
+                f"the GPU does not give this user its performance counters ({PERMISSION_ERROR}: "
+                f"see https://developer.nvidia.com/{PERMISSION_ERROR})") from err
+        raise
+    out = {}
+    for name, table in tables.items():
+        out[name] = kernels(read_csv(table))
+        out[name].attrs |= {"csv": table, "report": report, "name": name}
+    return out
 
 
 def measure_stage(stage: str, shape: Shape, out_dir: Path) -> pd.DataFrame:

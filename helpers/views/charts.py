@@ -15,15 +15,7 @@ from plotly.io.base_renderers import MimetypeRenderer, PlotlyRenderer
 
 from ..core.profile import Profile
 
-# one palette for the whole book; colour means the same thing everywhere
-KIND_COLORS = {
-    "gemm": "#4C78A8", "attention": "#54A24B", "softmax": "#F58518", "masked_fill": "#E45756",
-    "elementwise": "#72B7B2", "copy": "#B279A2", "memcpy": "#B279A2", "fill": "#9D755D",
-    "memset": "#9D755D", "reduce": "#EECA3B", "mask": "#FF9DA6", "fused": "#8CD17D",
-    "unknown": "#BAB0AC",
-}
-SERIES_COLORS = {"GPU time": "#4C78A8", "CPU time": "#F58518", "do_bench": "#54A24B"}
-MUTED = "#8A8F98"  # readable on the light and the dark theme alike
+from ..core.palette import KIND_COLORS, MUTED, SERIES_COLORS  # noqa: F401  (the book's one palette)
 
 TEMPLATE = "attention_profiled"   # the book's plotly template, registered by use_book_style()
 # run after each figure of the static book is drawn: the title wraps to the chart's width and a

@@ -1,16 +1,16 @@
 """ipywidgets for the live notebooks: the guess form. Each has a static counterpart for the book."""
 from __future__ import annotations
 
+from typing import Callable, Sequence
+
 import html
 
 import ipywidgets as w
 import pandas as pd
 from IPython.display import HTML, display
 
-from ..sources.modes import profile_stage, resolve_mode
 from ..core.names import KINDS
 from ..core.profile import Profile
-from ..sources.replay import recorded_shapes
 from ..core.stages import DEFAULT_SHAPE, DTYPES, Shape
 from .guesses import Guess, compare, default_guess
 
@@ -69,33 +69,35 @@ def guess_form(stage: str, prof: Profile, previous: Profile | None = None) -> Gu
     return GuessForm(stage, prof, previous)
 
 
-def sweep(stages, shapes, mode: str = "auto") -> pd.DataFrame:
-    """Profile every stage at every shape, with a progress bar; one summary row per pair."""
+def sweep(stages, shapes, fetch: Callable[[str, Shape], Profile]) -> pd.DataFrame:
+    """Profile every stage at every shape with `fetch(stage, shape)` (helpers.sweep hands it
+    profile_stage), with a progress bar; one summary row per pair."""
 
     bar = w.IntProgress(min=0, max=len(stages) * len(shapes), description="profiling")
     display(bar)
     rows = []
     for shape in shapes:
         for stage in stages:
-            prof = profile_stage(stage, shape, mode, quiet=True)
+            prof = fetch(stage, shape)
             rows.append({"stage": stage, **shape.as_dict(), **prof.summary().drop("stage").to_dict()})
             bar.value += 1
     bar.description = "done"
     return pd.DataFrame(rows)
 
 
-def shape_explorer(stages) -> w.VBox:
-    """Pick a shape and re-profile the stages. Live: any shape; in replay: the recorded ones."""
+def shape_explorer(stages, fetch: Callable[[str, Shape], Profile],
+                   recorded: Sequence[Shape] | None = None) -> w.VBox:
+    """Pick a shape and re-profile the stages with `fetch(stage, shape)`. Live (`recorded` None):
+    any shape; in replay: the `recorded` ones (helpers.shape_explorer decides which)."""
     out = w.Output()
-    if resolve_mode() == "live":
+    if recorded is None:
         controls = {name: w.IntText(value=getattr(DEFAULT_SHAPE, name), description=name)
                     for name in ("batch", "heads", "seq", "head_dim")}
         controls["dtype"] = w.Dropdown(options=sorted(DTYPES), value=DEFAULT_SHAPE.dtype, description="dtype")
         read = lambda: Shape(**{k: c.value for k, c in controls.items()})  # noqa: E731
         boxes = list(controls.values())
     else:
-        common = set.intersection(*(set(recorded_shapes(s)) for s in stages))
-        options = [(s.key, s) for s in sorted(common, key=lambda s: (s.head_dim, s.seq))]
+        options = [(s.key, s) for s in sorted(recorded, key=lambda s: (s.head_dim, s.seq))]
         pick = w.Dropdown(options=options, value=DEFAULT_SHAPE, description="recorded")
         read = lambda: pick.value  # noqa: E731
         boxes = [pick, w.HTML("<small>In replay the shapes are those recorded on the GPU.</small>")]
@@ -106,7 +108,7 @@ def shape_explorer(stages) -> w.VBox:
         with out:
             try:
                 shape = read()
-                table = sweep(stages, [shape])
+                table = sweep(stages, [shape], fetch)
             except (ValueError, RuntimeError) as err:  # bad shape, backend unavailable: say why
                 print(err)
                 return
