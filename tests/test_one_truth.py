@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import claims, profile_stages, tables
+from helpers import claims, closing_stages, profile_stages, tables
 from helpers.core.stages import STAGES
 
 
 @pytest.fixture(scope="module")
 def closing():
-    names = tables.closing_stages(mode="replay")
+    names = closing_stages(mode="replay")
     profiles = profile_stages(names, mode="replay")
     return profiles, claims.revealed(profiles)
 

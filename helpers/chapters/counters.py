@@ -82,9 +82,8 @@ class Counters:
         if "asked for" in self.reason:
             return "The recording was asked for (mode='replay')."
         if " did not run under ncu" in self.reason:
-            stage = self.reason.split(" did not run under ncu")[0]
-            return (f"{stage} could not run under Nsight Compute on this GPU, and a page shows one "
-                    f"GPU's counters for every stage, so it shows the counters recorded on a GPU.")
+            return ("The page's forwards could not run under Nsight Compute on this GPU, and a page "
+                    "shows one GPU's counters for every stage, so it shows the counters recorded on a GPU.")
         if ncu.PERMISSION_ERROR in self.reason:
             return (f"The GPU's driver does not let this user read the performance counters "
                     f"({ncu.PERMISSION_ERROR}; an administrator can allow it), so the page shows the "
