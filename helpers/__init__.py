@@ -99,14 +99,35 @@ def _quiet_profile(stage: str, shape: Shape, mode: str = "auto") -> Profile:
     return profile_stage(stage, shape, mode, quiet=True)
 
 
+def _collect_counters(*args, quiet: bool = False, **kwargs):
+    """sources.counters.collect, shown as a page shows it: replayed counters say where they were
+    recorded in one line, with why they are not live folded under it (views.notes)."""
+    from .sources import counters as collecting
+    from .views.notes import show_counters
+    result = collecting.collect(*args, quiet=True, **kwargs)
+    if not quiet:
+        show_counters(result)
+    return result
+
+
 def _bound() -> dict[str, dict]:
     """What a chapter's namespace fetches, bound here: the chapter module takes its acquisition as
     an argument and never imports sources; `helpers.flex.gap_sweep(...)` is handed profile_stage."""
     import functools
 
-    from .chapters import flex, occupancy_lessons
-    from .sources import modes, smem_cliff
+    from .chapters import counters, flex, occupancy_lessons, roofline
+    from .sources import ceilings, modes, smem_cliff
+
+    def capture(stage, shape):
+        from .sources.capture import capture_cached
+        return capture_cached(stage, shape, independent_timer=True)
+    from .sources import counters as collecting
     return {
+        "counters": {"collect": _collect_counters, "cache_dir": collecting.cache_dir,
+                     "hbm_measured": functools.partial(counters.hbm_measured, fetch=_quiet_profile)},
+        "roofline": {"load_ceilings": functools.partial(roofline.load_ceilings, fetch_live=ceilings.fetch_live,
+                                                        recorded=ceilings.load),
+                     "timings": functools.partial(roofline.timings, capture=capture)},
         "flex": {"gap_sweep": functools.partial(flex.gap_sweep, fetch=_quiet_profile)},
         "occupancy_lessons": {"load_stages": functools.partial(modes.load_stages, occupancy_lessons.STAGES),
                               "smem_cliff_events": smem_cliff.fetch_smem_cliff},
@@ -131,7 +152,7 @@ class _Namespace(types.ModuleType):
 def __getattr__(name: str):
     if name in MODULES:
         module = importlib.import_module(MODULES[name])
-        bound = _bound().get(name) if name in ("flex", "occupancy_lessons") else None
+        bound = _bound().get(name) if name in ("counters", "flex", "occupancy_lessons", "roofline") else None
         if bound:
             module = _Namespace(module, bound)
         globals()[name] = module

@@ -29,3 +29,10 @@ def recorded_profiles(shape: Shape | None = None, gpu: str | None = None) -> lis
         if prof is not None:
             out.append(prof)
     return out
+
+
+def recorded_ncu_shapes(stage: str, gpu: str | None = None) -> list[Shape]:
+    """The shapes at which `stage`'s Nsight Compute counters were recorded, by sequence length."""
+    shapes = [Shape.from_key(p.name.removesuffix(".csv").split("__", 1)[1])
+              for p in config.recording_dir("ncu", gpu).glob(f"{stage}__*.csv")]
+    return sorted(shapes, key=lambda s: (s.head_dim, s.seq, s.batch, s.heads))

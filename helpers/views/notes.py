@@ -17,3 +17,17 @@ def not_live(what: str, why: str, how: str = "") -> HTML:
     body = f"<p>{html.escape(why)}</p>" + (f"<p>{html.escape(how)}</p>" if how else "")
     return HTML(f'<details class="not-live"><summary>{html.escape(what)} '
                 f'<span class="not-live-why">Why not live?</span></summary>{body}</details>')
+
+
+def show_counters(result) -> None:
+    """How a page shows where its Nsight Compute counters come from: live, one line; replayed, the
+    line with why they are not live folded under it (a core `Counters`)."""
+    from IPython.display import display
+    if result.mode == "live":
+        print(result.banner())
+    else:
+        display(not_live(result.banner(), result.why_not_live(),
+                         "On a machine with an NVIDIA GPU and Nsight Compute's ncu on PATH, the page "
+                         "measures its own counters (tools/record_ncu.py records a set)."))
+    for note in result.notes:
+        print(f"  {note}")
