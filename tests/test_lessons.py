@@ -95,7 +95,7 @@ def test_fully_masked_row_shows_the_nan():
     assert torch.softmax(row, -1).isnan().all() and (torch._safe_softmax(row, -1) == 0).all()
     frame = claims.fully_masked_row()
     assert (frame["torch.softmax"] == "NaN (0 / 0)").all() and (frame["torch._safe_softmax"] == "0").all()
-    from helpers.pages.render import html_table
+    from helpers.views.render import html_table
     assert html_table(frame).count("NaN (0 / 0)") == 4
 
 
