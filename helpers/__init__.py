@@ -90,13 +90,30 @@ def profile_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto"):
     """The hub_flash page's trace (hub_flash live if `kernels` loads it, else its replay, else
     sdpa_flash's, labelled), as `hub.HubFlash`."""
     from .chapters.hub_flash import HubFlash
+    from .core.hub_kernel import FIX
     from .sources.hub import fetch_hub_flash
-    prof, line, stand_in = fetch_hub_flash(shape, mode)
+    from .views.notes import not_live
+    prof, line, loaded, stand_in = fetch_hub_flash(shape, mode)
+    if not loaded:  # why not live, folded under one line, in the reader's terms
+        from IPython.display import display
+        display(not_live("The Hub's FlashAttention-2 kernel is not loaded on this machine; the page "
+                         "shows its recorded trace.", line, FIX))
     return HubFlash(prof, line, stand_in)
 
 
 def _quiet_profile(stage: str, shape: Shape, mode: str = "auto") -> Profile:
     return profile_stage(stage, shape, mode, quiet=True)
+
+
+def _collect_counters(*args, quiet: bool = False, **kwargs):
+    """sources.counters.collect, shown as a page shows it: replayed counters say where they were
+    recorded in one line, with why they are not live folded under it (views.notes)."""
+    from .sources import counters as collecting
+    from .views.notes import show_counters
+    result = collecting.collect(*args, quiet=True, **kwargs)
+    if not quiet:
+        show_counters(result)
+    return result
 
 
 def _bound() -> dict[str, dict]:
@@ -112,7 +129,7 @@ def _bound() -> dict[str, dict]:
         return capture_cached(stage, shape, independent_timer=True)
     from .sources import counters as collecting
     return {
-        "counters": {"collect": collecting.collect, "cache_dir": collecting.cache_dir,
+        "counters": {"collect": _collect_counters, "cache_dir": collecting.cache_dir,
                      "hbm_measured": functools.partial(counters.hbm_measured, fetch=_quiet_profile)},
         "roofline": {"load_ceilings": functools.partial(roofline.load_ceilings, fetch_live=ceilings.fetch_live,
                                                         recorded=ceilings.load),

@@ -42,10 +42,10 @@ def gemm_names(prof):
 
 
 def raw_median_gpu_us(prof):
-    """GPU time per forward as the pages give it: the median over the steps of each step's sum."""
+    """GPU time per forward as the pages give it: the sum over the last profiled step's events."""
     from test_trace import independent_view
-    _, gpu, *_ = independent_view(prof.trace_path)
-    return float(np.median([sum(e["dur"] for e in events) for events in gpu.values()]))
+    steps, gpu, *_ = independent_view(prof.trace_path)
+    return float(sum(e["dur"] for e in gpu[max(steps)]))
 
 
 def by_claim(verdicts, start):
@@ -148,8 +148,9 @@ def test_first_call_and_memory_are_the_recorded_provenance(profiles):
         assert table.loc[stage, "first call / later call"] == round(prov["first_call_seconds"] * 1e6 / prov["do_bench_us"])
     memory = compiled.forward_memory({"naive": n, "naive_compiled": c})
     for stage, prov in raw.items():
-        assert memory.loc[stage, "the forward needed (MB)"] == round(
-            (prov["peak_memory_bytes"] - prov["memory_before_bytes"]) / 1e6, 1)
+        # MiB, the unit the in-place chapter gives the same quantity in
+        assert memory.loc[stage, "the forward needed (MiB)"] == round(
+            (prov["peak_memory_bytes"] - prov["memory_before_bytes"]) / 2**20, 1)
     extra = raw["naive_compiled"]["first_call_seconds"] - raw["naive"]["first_call_seconds"]
     saved = raw["naive"]["do_bench_us"] - raw["naive_compiled"]["do_bench_us"]
     calls = compiled.payoff_calls(c, n)
@@ -178,7 +179,8 @@ def test_flex_verdicts_follow_the_raw_events(profiles):
     ratio = raw_median_gpu_us(f) / raw_median_gpu_us(a)
     assert by_claim(verdicts, "as fast as flash").holds == (abs(ratio - 1) <= 0.10)
     bench = raw_document(f.trace_path)["provenance"]["do_bench_us"]
-    assert by_claim(verdicts, "a call takes as long").holds == (abs(bench / raw_median_gpu_us(f) - 1) <= 0.10)
+    # the book's one line (helpers.profiling.bound): bound by the GPU when do_bench <= 1.10 × the GPU time
+    assert by_claim(verdicts, "a call takes as long").holds == (bench <= 1.10 * raw_median_gpu_us(f))
 
 
 def test_the_grid_matches_block_m_of_the_generated_code(profiles):
@@ -237,7 +239,7 @@ def test_gap_sweep_is_the_recorded_do_bench_over_the_raw_gpu_time():
         assert row["do_bench / GPU"] == pytest.approx(bench / raw_median_gpu_us(prof), abs=0.006)  # rounded to 0.01
     ratios = list(sweep.sort_values("seq")["do_bench / GPU"])
     verdict = flex.gap_closes(sweep)
-    assert verdict.holds == (ratios[0] == max(ratios) and abs(ratios[-1] - 1) <= 0.10)
+    assert verdict.holds == (ratios[0] == max(ratios) and ratios[-1] <= 1.10)
 
 
 def test_sweep_glue_says_not_measured_where_do_bench_is_absent(monkeypatch):

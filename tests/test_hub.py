@@ -229,12 +229,36 @@ def test_without_a_hub_flash_trace_the_page_shows_sdpa_flash_labelled_as_such(mo
     monkeypatch.setattr(replay, "trace_path", lambda stage, *a, **k: (
         real(stage, *a, **k).with_name("missing.json.gz") if stage == "hub_flash" else real(stage, *a, **k)))
     from helpers.sources import hub as hub_source
-    monkeypatch.setattr(hub_source, "status", lambda: "status line")
+    monkeypatch.setattr(hub_source, "loading", lambda: (True, "status line"))
     hf = helpers.profile_hub_flash(mode="replay")
     assert hf.stand_in and hf.prof.stage == "sdpa_flash"
     assert "sdpa_flash's trace" in hf.note
     out = capsys.readouterr().out
     assert "status line" in out and "Showing sdpa_flash's trace instead" in out
+
+
+def test_a_kernel_that_cannot_load_is_told_in_a_readers_terms():
+    # the chain kernels raises when the Hub is unreachable: no exception text reaches the reader
+    from helpers.core import hub_kernel
+    from helpers.core.errors import StageUnavailable
+
+    class ConnectError(Exception):
+        pass
+
+    try:
+        try:
+            raise ConnectError("[SSL] certificate verify failed: unable to get local issuer certificate")
+        except ConnectError as root:
+            raise ValueError("Could not verify publisher trust status for kernels-community/flash-attn2") from root
+    except ValueError as top:
+        err = StageUnavailable(hub_kernel.explain(top))
+        err.__cause__ = top
+    reason = hub_kernel.reader_reason(err)
+    assert "Hugging Face Hub" in reason
+    for raw in ("ConnectError", "SSL", "trust", "Traceback", "ValueError"):
+        assert raw not in reason
+    note = page.not_live("what", reason, hub_kernel.FIX).data
+    assert note.startswith("<details") and "Why not live?" in note
 
 
 @recorded

@@ -317,3 +317,18 @@ def test_every_look_follows_a_guess():
             guessed = False
             looks += 1
     assert looks >= 4
+
+
+def test_the_sm_drawing_is_vector_text_in_the_pages_colour():
+    # issue 21: readable at 390 px and in dark mode: four SVG panels, text kept as text, the grey
+    # of text and outlines replaced by the page's own colour; the caption states the limiter
+    from helpers.occupancy.drawing import RESOURCES, TEXT, caption, panel_svgs, to_html
+    r = occupancy("H200", 128, 255, 49152)
+    svgs = panel_svgs(r)
+    assert list(svgs) == list(RESOURCES)
+    for resource, svg in svgs.items():
+        assert svg.startswith("<svg") and "<text" in svg, resource
+        assert TEXT.lower() not in svg.lower() and "currentColor" in svg, resource
+    out = to_html(r).data
+    assert out.count("<svg") == 4 and "<img" not in out
+    assert "limited by register file" in caption(r)

@@ -181,8 +181,9 @@ def started_with_a_token(server, **env) -> tuple[Server, str]:
 
 
 def expected_banner(stage: str) -> str:
-    # live where this machine has CUDA (the GPU Space), replay of the recorded traces elsewhere
-    return f"Profiled {stage} live" if cuda_available() else f"Replaying {stage}"
+    # live where this machine has CUDA (the GPU Space), replay of the recorded traces elsewhere;
+    # a page's one line names every stage it measured: "Replaying naive, inplace: recorded on …"
+    return (r"Profiled " if cuda_available() else r"Replaying ") + rf"[\w, ]*\b{stage}\b"
 
 
 def code_cells(name: str) -> int:
@@ -195,7 +196,7 @@ def test_a_notebook_runs_all_its_cells_on_the_server(server):
     run = run_notebook(s.base, token, "02_inplace.ipynb")
     assert run.ok, f"cell {run.cells[-1].index} raised {run.cells[-1].error}"
     assert len(run.cells) == code_cells("02_inplace.ipynb")
-    assert expected_banner("inplace") in run.text
+    assert re.search(expected_banner("inplace"), run.text)
     shown = {m for c in run.cells for m in c.mimetypes}
     assert {"application/vnd.plotly.v1+json", "application/vnd.jupyter.widget-view+json"} <= shown
 
@@ -260,7 +261,7 @@ def test_jupyterlab_runs_a_notebook_draws_its_charts_and_answers_the_guess(serve
     outputs = page.locator(".jp-OutputArea-output")
     assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']:has-text('Traceback')").count() == 0
     # textContent, not innerText: JupyterLab skips rendering the cells scrolled out of view
-    assert expected_banner("inplace") in page.locator(".jp-Notebook").evaluate("e => e.textContent")
+    assert re.search(expected_banner("inplace"), page.locator(".jp-Notebook").evaluate("e => e.textContent"))
     # plotly's JupyterLab extension drew the charts (with data), not a fallback text
     plots = page.locator(".jp-OutputArea .js-plotly-plot")
     assert plots.count() >= 3

@@ -129,8 +129,10 @@ def fully_masked_row() -> pd.DataFrame:
     """Why _safe_softmax exists: a row with every key masked. Computed now, on this machine."""
     import torch
     row = torch.full((1, 4), float("-inf"))
-    return pd.DataFrame({"torch.softmax": torch.softmax(row, -1)[0].tolist(),
-                         "torch._safe_softmax": torch._safe_softmax(row, -1)[0].tolist()},
+    # written out as text: a table renders a missing number as an empty cell, and the NaN is the point
+    shown = lambda values: ["NaN (0 / 0)" if v != v else f"{v:g}" for v in values]  # noqa: E731
+    return pd.DataFrame({"torch.softmax": shown(torch.softmax(row, -1)[0].tolist()),
+                         "torch._safe_softmax": shown(torch._safe_softmax(row, -1)[0].tolist())},
                         index=pd.Index(range(4), name="key"))
 
 

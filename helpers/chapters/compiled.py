@@ -211,9 +211,10 @@ def forward_memory(profiles: dict[str, Profile]) -> pd.DataFrame:
         scores = s.batch * s.heads * s.seq * s.seq * _dtype_bytes(s.dtype)
         need = None if peak is None or before is None else peak - before
         rows.append({"stage": name,
-                     "allocated before (MB)": None if before is None else round(before / 1e6, 1),
-                     "peak during the forward (MB)": None if peak is None else round(peak / 1e6, 1),
-                     "the forward needed (MB)": None if need is None else round(need / 1e6, 1),
+                     # MiB, as the in-place chapter counts the same quantity (prose.glue_summary)
+                     "allocated before (MiB)": None if before is None else round(before / 2**20, 1),
+                     "peak during the forward (MiB)": None if peak is None else round(peak / 2**20, 1),
+                     "the forward needed (MiB)": None if need is None else round(need / 2**20, 1),
                      "in score matrices": None if need is None else round(need / scores, 2),
                      "measured": f"{prof.mode} on {prof.provenance.gpu}"})
     return pd.DataFrame(rows).set_index("stage")

@@ -23,6 +23,7 @@ from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, SLIDING_WINDOW, Shape, get_stage
 from ..views.charts import KIND_COLORS, MUTED, _title
 from .compiled import cpu_layers, generated_code
+from ..core.bound import GPU, LINE, of_call
 from ..views.prose import glue
 from ..views.verdicts import Verdict, table
 
@@ -182,7 +183,8 @@ def call_gap(profiles: dict[str, Profile]) -> pd.DataFrame:
                      "µs per call (do_bench)": None if bench is None else round(float(bench), 1),
                      "gap µs": None if bench is None else round(float(bench) - gpu, 1),
                      "GPU busy %": None if not bench else round(100 * gpu / float(bench), 1),
-                     "attn_fwd CPU µs (profiled)": round(float(s["cpu_time_us"]), 1)})
+                     "attn_fwd CPU µs (profiled)": round(float(s["cpu_time_us"]), 1),
+                     "bound": "not timed" if of_call(s) is None else of_call(s).words})
     return pd.DataFrame(rows).set_index("stage")
 
 
@@ -259,10 +261,11 @@ def glue_widest(prof: Profile) -> dict:
     return values
 
 
-def closes_at(sweep: pd.DataFrame, stage: str, tolerance: float = 0.10) -> int | None:
-    """The smallest seq from which on a call takes within `tolerance` of its kernel time."""
+def closes_at(sweep: pd.DataFrame, stage: str) -> int | None:
+    """The smallest seq from which on a call is bound by the GPU (the book's one line: do_bench at
+    most LINE over the kernel time)."""
     rows = sweep[sweep["stage"] == stage].sort_values("seq").dropna(subset=["do_bench / GPU"])
-    close = [abs(r - 1) <= tolerance for r in rows["do_bench / GPU"]]
+    close = [r <= 1 + LINE for r in rows["do_bench / GPU"]]
     for i in range(len(close)):
         if all(close[i:]):
             return int(rows["seq"].iloc[i])
@@ -289,14 +292,14 @@ def gap_chart(sweep: pd.DataFrame) -> go.Figure:
                   "solid: the profiler's GPU time per forward · dotted: do_bench's time per call")
 
 
-def gap_closes(sweep: pd.DataFrame, stage: str = "flex", tolerance: float = 0.10) -> Verdict:
-    """The gap closes as seq grows: do_bench / GPU is largest at the smallest seq and within
-    `tolerance` of 1 at the largest (in between, timer noise may wobble it by a hundredth)."""
+def gap_closes(sweep: pd.DataFrame, stage: str = "flex") -> Verdict:
+    """The gap closes as seq grows: do_bench / GPU is largest at the smallest seq and the call is
+    bound by the GPU at the largest (in between, timer noise may wobble it by a hundredth)."""
     rows = sweep[sweep["stage"] == stage].sort_values("seq").dropna(subset=["do_bench / GPU"])
     ratios = list(rows["do_bench / GPU"])
     evidence = ", ".join(f"seq {s}: {r:.2f}×" for s, r in zip(rows["seq"], ratios))
     falling = bool(ratios) and ratios[0] == max(ratios)
-    closed = bool(ratios) and abs(ratios[-1] - 1) <= tolerance
+    closed = bool(ratios) and ratios[-1] <= 1 + LINE
     return Verdict(f"the gap between {stage}'s time per call and its kernel time closes as seq grows",
                    f"do_bench / GPU time: {evidence}", len(ratios) > 1 and falling and closed,
                    "not recorded at several seq" if len(ratios) < 2 else
@@ -432,14 +435,14 @@ def verdict_list(flex: Profile, flash: Profile) -> list[Verdict]:
         abs(gf / ga - 1) <= 0.10, f"{gf / ga:.2f}× the GPU time of {flash.stage} "
                                   f"({'faster' if gf < ga else 'slower'})"))
 
-    bench = flex.summary()["do_bench_us"]
-    if bench is not None:
+    b = of_call(flex.summary())
+    if b is not None:
         out.append(Verdict(
-            "a call takes as long as its kernel (do_bench within 10% of the GPU time)",
-            f"do_bench {bench:.1f} µs per call, the kernel {gf:.1f} µs ({bench / gf:.2f}×); "
+            "a call takes as long as its kernel: bound by the GPU (do_bench within 10% of the GPU time)",
+            f"do_bench {b.wall_us:.1f} µs per call, the kernel {gf:.1f} µs ({b.wall_us / gf:.2f}×); "
             f"{flash.stage}: {flash.summary()['do_bench_us'] or float('nan'):.1f} µs per call",
-            abs(bench / gf - 1) <= 0.10,
-            f"a call takes {bench / gf:.2f}× the kernel time: the GPU waits {bench - gf:.0f} µs per call"))
+            b.by == GPU, f"{b.words}: a call takes {b.wall_us / gf:.2f}× the kernel time, the GPU waits "
+                         f"{b.host_wait_us:.0f} µs per call"))
     return out
 
 

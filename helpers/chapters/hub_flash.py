@@ -11,6 +11,7 @@ from ..core import trace
 from ..core.hub_kernel import STAGE, loaded_from
 from ..core.profile import TraceError
 from ..core.stages import DEFAULT_SHAPE, Shape
+from ..views.notes import not_live
 from ..views.verdicts import Verdict, table
 
 @dataclass

@@ -23,7 +23,8 @@ from ..core.profile import Profile
 from ..core.stages import ARTICLE_STAGES
 from ..occupancy.calculator import UNLIMITED, Occupancy, kineto_estimated_occupancy_pct, occupancy
 from ..occupancy.charts import limiter_label, spec_of
-from ..occupancy.drawing import draw_result, to_image
+from ..occupancy.drawing import draw_result
+from ..occupancy.drawing import to_html as sm_html
 from ..occupancy.gpus import KiB, GPUSpec, gpu_spec
 
 
@@ -490,9 +491,13 @@ def glue_smem_cliff(table: pd.DataFrame) -> dict:
 # ------------------------------------------------------------------------------- the SM drawn
 
 def draw_kernel_sm(prof: Profile, what: str):
-    """The SM of the trace's GPU holding the resident blocks of the stage's main kernel, as a
-    PNG (``sm_figure`` gives the matplotlib Figure)."""
-    return to_image(sm_figure(prof, what))
+    """The SM of the trace's GPU holding the resident blocks of the stage's main kernel: vector
+    panels (SVG) under a caption in words (``sm_figure`` gives the matplotlib Figure)."""
+    c = config(prof)
+    r = occupancy(c["spec"], c["threads"], c["registers"], c["smem"])
+    return sm_html(r, title=f"{what} on one SM of {c['spec'].name}: {c['threads']} threads × "
+                            f"{c['registers']} registers, {c['smem']:,} B shared memory a block "
+                            f"(from the trace)")
 
 
 def sm_figure(prof: Profile, what: str):

@@ -123,8 +123,17 @@ SHOWN = ["stage", "#", "kernel", "CUPTI est. %", "calculator %", "ncu theoretica
 
 
 def truth_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The table as the page shows it: indexed by stage and kernel number."""
-    return table[SHOWN].set_index(["stage", "#"])
+    """The table as the page shows it: one row per kernel and launch configuration, the stages
+    that launch it named together (naive and inplace share their gemms and softmax), the first
+    stage's measurement shown."""
+    key = ["kernel", "threads", "registers", "shared memory (B)", "grid blocks"]
+    stages = table.groupby(key, sort=False)["stage"].agg(lambda s: ", ".join(dict.fromkeys(s)))
+    first = table.drop_duplicates(subset=key, keep="first").set_index(key)
+    first["stage"] = stages
+    out = first.reset_index()[SHOWN].rename(columns={"stage": "stages"}).set_index(["stages", "#"])
+    out.attrs = {"caption": "One row per kernel and launch configuration; where several stages launch "
+                            "the same one, the first stage's measurement."}
+    return out
 
 
 def chart(table: pd.DataFrame, stages: Sequence[str] | None = None) -> go.Figure:

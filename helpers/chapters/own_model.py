@@ -42,9 +42,7 @@ def default_guess(name: str) -> StepGuess:
 
 def bound_of(prof: Profile, step: int | None = None) -> str:
     """'CPU' or 'GPU' (or 'other GPU work'), as the computed verdict has it."""
-    text = breakdown.verdict(prof, step)
-    return "CPU" if text.startswith("bound by the CPU") else "GPU" if text.startswith("bound by the GPU") \
-        else "other GPU work"
+    return breakdown.step_bound(prof, step).by
 
 
 def compare(guess: StepGuess, prof: Profile) -> pd.DataFrame:
@@ -120,6 +118,7 @@ def glue_step(prof: Profile, prefix: str) -> dict:
     values = {
         "gpu_events": int(s["gpu_events"]), "kernels": int(s["kernels"]),
         "gpu_us": round(float(s["gpu_time_us"]), 1), "cpu_us": round(float(s["cpu_time_us"]), 1),
+        "step": int(step), "busy_us": round(float(b["busy_us"]), 1),
         "span_us": round(float(b["span_us"]), 1), "busy_pct": round(float(b["busy_pct"]), 1),
         "idle_pct": round(float(b["idle_pct"]), 1), "host_wait_pct": round(float(b["host_wait_pct"]), 1),
         "other_wait_pct": round(float(b["other_wait_pct"]), 1), "verdict": breakdown.verdict(prof),

@@ -43,7 +43,33 @@ class Counters:
                     f"{len(self.kernels)} forwards, one ncu process for the page.")
         return (f"Replaying Nsight Compute's counters recorded on {p.get('gpu', self.gpu)} "
                 f"(sm {p.get('capability', '?')}, {p.get('sm_count', '?')} SMs) on {p.get('date', '?')[:10]} "
-                f"with {short_version(p.get('ncu'))} and torch {p.get('torch', '?')}.\nNot live here: {self.reason}.")
+                f"with {short_version(p.get('ncu'))} and torch {p.get('torch', '?')}.")
+
+    def why_not_live(self) -> str:
+        """Why the counters are replayed, in a reader's terms (folded under the banner)."""
+        reason = self.reason
+        if "not on PATH" in reason and "no CUDA GPU" in reason:
+            return ("This machine has neither an NVIDIA GPU nor Nsight Compute (ncu), the profiler "
+                    "that reads the hardware counters, so the page shows the counters recorded on a GPU.")
+        if "not on PATH" in reason:
+            return ("Nsight Compute (ncu), the profiler that reads the hardware counters, is not "
+                    "installed here, so the page shows the counters recorded on a GPU.")
+        if "no CUDA GPU" in reason:
+            return "This machine has no NVIDIA GPU to count on, so the page shows the counters recorded on one."
+        if "asked for" in reason:
+            return "The recording was asked for (mode='replay')."
+        if " did not run under ncu" in reason:
+            return ("The page's forwards could not run under Nsight Compute on this GPU, and a page "
+                    "shows one GPU's counters for every stage, so it shows the counters recorded on a GPU.")
+        if PERMISSION_ERROR in reason:
+            return (f"The GPU's driver does not let this user read the performance counters "
+                    f"({PERMISSION_ERROR}; an administrator can allow it), so the page shows the "
+                    f"counters recorded on a GPU.")
+        return ("Nsight Compute could not read the counters here (reading them often needs "
+                "administrator permission, ERR_NVGPUCTRPERM), so the page shows the counters recorded on a GPU.")
+
+
+PERMISSION_ERROR = "ERR_NVGPUCTRPERM"   # ncu's word when the driver keeps the counters to admins
 
 
 def calibrations(prov: dict) -> list[dict]:

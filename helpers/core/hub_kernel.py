@@ -203,6 +203,31 @@ def _torch_version() -> str:
         return "not installed"
 
 
+def reader_reason(err: BaseException) -> str:
+    """Why the kernel could not be loaded, in a reader's terms: no exception's text."""
+    chain = _chain(err)
+    text = " ".join(str(e) for e in chain)
+    if any(isinstance(e, ImportError) for e in chain) or "`kernels` library is not installed" in text:
+        return "The `kernels` library, which loads kernels from the Hugging Face Hub, is not installed here."
+    if any(_is_network(e) for e in chain):
+        return "The machine that ran this page could not reach the Hugging Face Hub to download the kernel."
+    if "Cannot find a build variant" in text:
+        return "The kernel on the Hub has no build for this machine's torch and CUDA versions."
+    if "does not support the current device" in text:
+        return "The kernel's build does not include this GPU's architecture."
+    if "local cache" in text or "offline" in text.lower():
+        return "Hub access is switched off here (HF_HUB_OFFLINE) and the kernel is not in the local cache."
+    return "The kernel could not be loaded here (hub_kernel.status() prints the full message)."
+
+
+def loading() -> tuple[bool, str]:
+    """(loaded, line): where the kernel came from, or why it could not be loaded, in a reader's terms."""
+    try:
+        return True, f"FlashAttention-2 loaded through `kernels`: {loaded_from().label}."
+    except StageUnavailable as err:
+        return False, reader_reason(err)
+
+
 def status() -> str:
     """Can this process load the Hub kernel? One line: where it came from, or why not."""
     try:

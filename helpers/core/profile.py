@@ -184,10 +184,12 @@ class Profile:
         return self._pick(self._launches, step)
 
     def summary(self) -> pd.Series:
-        """Per-forward figures, the median over the active steps."""
-        medians = self.per_step.drop(columns=["step"]).median(numeric_only=True)
+        """Per-forward figures of the forward every table shows (`forward_step`, the last profiled
+        step): one statistic for a page's tables, charts and prose alike."""
+        shown = self.per_step.set_index("step").loc[self.forward_step]
         counts = ("gpu_events", "kernels", "memcpys", "memsets", "aten_ops")
-        row = {k: int(round(v)) if k in counts else float(v) for k, v in medians.items()}
+        row = {k: int(round(v)) if k in counts else float(v) for k, v in shown.items()
+               if isinstance(v, (int, float)) or hasattr(v, "dtype")}
         row |= {"stage": self.stage, "do_bench_us": self.provenance.do_bench_us}
         return pd.Series(row, dtype=object)
 

@@ -122,7 +122,9 @@ class Stage:
     short: str = ""                   # the key of its glued numbers (`flash_ratio`); default: name
     colour: str = KIND_COLORS["unknown"]   # its colour wherever stages are compared (roofline)
     symbol: str = "circle"            # its plotly marker, so that close points stay apart
-    lesson: str = ""                  # in one line, what its chapter teaches
+    lesson: str = ""                  # in one line, what its chapter teaches (the closing table)
+    # the start of the claim whose verdict, computed from the trace, backs the lesson there
+    lesson_claim: str = ""
 
     def __post_init__(self) -> None:
         if not self.short:
@@ -230,26 +232,30 @@ register(Stage(
     naive_forward, naive_mask=True,
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
     short="naive", colour=KIND_COLORS["masked_fill"], symbol="circle",
-    lesson='every line of code is its own kernel, and the [seq, seq] scores make round trips through HBM'))
+    lesson='an out-of-place masked_fill hides a full copy of the scores, a Memcpy no line of code asked for',
+    lesson_claim='out-of-place masked_fill copies the scores first'))
 register(Stage(
     "inplace", "In-place masking", "masked_fill_ writes into the scores instead of a copy",
     inplace_forward, naive_mask=True,
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
     short="inplace", colour=KIND_COLORS["mask"], symbol="x-thin-open",
-    lesson='masking in place saves one copy of the scores, not a kernel'))
+    lesson='masking in place saves one copy of the scores, not a kernel',
+    lesson_claim='masked_fill_ writes in place'))
 register(Stage(
     "sdpa_math", "SDPA, math backend", "F.scaled_dot_product_attention pinned to MATH",
     sdpa_forward, sdpa_backend="MATH",
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
     short="math", colour=KIND_COLORS["softmax"], symbol="square",
-    lesson='one API call that runs the same unfused kernels as the naive code'))
+    lesson='one API call that runs the same unfused kernels as the naive code',
+    lesson_claim='the math backend launches many small kernels'))
 register(Stage(
     "sdpa_efficient", "SDPA, memory-efficient backend", "pinned to EFFICIENT_ATTENTION (xformers' CUTLASS kernel)",
     sdpa_forward, Requirement("the memory-efficient kernel needs sm 8.0+ for bf16", min_capability=(8, 0)),
     sdpa_backend="EFFICIENT_ATTENTION",
     guess_kinds=("attention",),
     short="efficient", colour=KIND_COLORS["elementwise"], symbol="triangle-up",
-    lesson="one fused kernel, xformers' memory-efficient attention built on CUTLASS"))
+    lesson="one fused kernel, xformers' memory-efficient attention built on CUTLASS",
+    lesson_claim='one fused CUTLASS'))
 register(Stage(
     "sdpa_flash", "SDPA, flash backend", "pinned to FLASH_ATTENTION (FlashAttention-2, vendored in PyTorch)",
     sdpa_forward, Requirement("FlashAttention-2 needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF,
@@ -257,20 +263,23 @@ register(Stage(
     sdpa_backend="FLASH_ATTENTION",
     guess_kinds=("attention",),
     short="flash", colour=KIND_COLORS["attention"], symbol="diamond",
-    lesson='one fused FlashAttention-2 kernel: the scores never reach HBM'))
+    lesson='one fused FlashAttention-2 kernel: the scores never reach HBM',
+    lesson_claim='one fused FlashAttention-2 kernel'))
 register(Stage(
     "sdpa_cudnn", "SDPA, cuDNN backend", "pinned to CUDNN_ATTENTION (a kernel cuDNN generates)",
     sdpa_forward, Requirement("cuDNN attention needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF),
     sdpa_backend="CUDNN_ATTENTION",
     guess_kinds=("attention",),
     short="cudnn", colour=KIND_COLORS["gemm"], symbol="star",
-    lesson='a fused kernel cuDNN generates, and more CPU work around its launch'))
+    lesson='a fused kernel cuDNN generates, and more CPU work around its launch',
+    lesson_claim='cuDNN spends more CPU time per forward'))
 register(Stage(
     "sdpa_auto", "SDPA, automatic choice", "no backend pinned: SDPA picks one for this GPU and shape",
     sdpa_forward,
     guess_kinds=("attention",),
     short="auto", colour=KIND_COLORS["reduce"], symbol="star-open",
-    lesson='the backend SDPA picks by itself for this GPU and shape'))
+    lesson='the backend SDPA picks by itself for this GPU and shape',
+    lesson_claim="flash is the fastest backend, and cuDNN is not SDPA's automatic choice"))
 
 
 # --- beyond the article: what a compiler makes of the same code ------------------------------
@@ -331,14 +340,16 @@ register(Stage(
     compiled_naive_forward, TRITON, naive_mask=True,
     guess_kinds=("gemm", "fused", "gemm"), compiled=True,
     short="compiled", colour=KIND_COLORS["fused"], symbol="pentagon",
-    lesson='torch.compile fuses the scale, mask and softmax into one Triton kernel; the matmuls stay'))
+    lesson='torch.compile fuses the scale, mask and softmax into one Triton kernel; the matmuls stay',
+    lesson_claim='scale, mask and softmax fuse'))
 register(Stage(
     "flex", "FlexAttention", "flex_attention with a causal block mask, compiled to one Triton kernel",
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
     guess_kinds=("attention",),
     extra_inputs=add_causal_block_mask, compiled=True,
     short="flex", colour=KIND_COLORS["copy"], symbol="hexagon",
-    lesson='FlexAttention compiles a causal block mask into one Triton kernel'))
+    lesson='FlexAttention compiles a causal block mask into one Triton kernel',
+    lesson_claim='one Triton template kernel does the whole forward'))
 register(Stage(
     "flex_sliding", "FlexAttention, sliding window",
     f"the same flex_attention with a causal sliding-window mask of {SLIDING_WINDOW} tokens, which SDPA has no flag for",
@@ -346,7 +357,8 @@ register(Stage(
     guess_kinds=("attention",),
     extra_inputs=add_sliding_window_block_mask, compiled=True,
     short="sliding", colour=KIND_COLORS["fill"], symbol="hexagon-open",
-    lesson='a sliding-window block mask skips the blocks no query sees'))
+    lesson='a sliding-window block mask skips the blocks no query sees',
+    lesson_claim='its cost follows the blocks it visits'))
 
 ARTICLE_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
 
@@ -371,4 +383,5 @@ register(Stage(
                 **AMPERE_HALF, max_head_dim=256),
     guess_kinds=("attention",), hook="helpers.core.hub_kernel",
     short="hub", colour=KIND_COLORS["unknown"], symbol="circle",
-    lesson='FlashAttention-2 loaded from the Hub: the same algorithm, another binary'))
+    lesson='FlashAttention-2 loaded from the Hub: the same algorithm, another binary',
+    lesson_claim='the same kernel takes about the same GPU time'))

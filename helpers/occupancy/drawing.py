@@ -77,6 +77,23 @@ def draw_result(result: Occupancy, title: str | None = None) -> Figure:
     for ax in axes.values():
         ax.patch.set_alpha(0)
 
+    _draw_panels(axes, result, colors)
+
+    limiter = " + ".join(TITLES[r] for r in RESOURCES if r in result.limiters)
+    head = title or (f"One SM of {spec.name}: {result.threads_per_block} threads × "
+                     f"{result.registers_per_thread} registers, {result.shared_memory_per_block:,} B "
+                     f"shared memory a block")
+    fig.suptitle(f"{head}\n{_plural(blocks, 'block')} resident, {result.active_warps} of "
+                 f"{result.max_warps} warps ({result.occupancy_pct:.1f}% occupancy), "
+                 f"limited by {limiter}", color=TEXT, fontsize=11.5, x=0.02, ha="left", y=0.98)
+    return fig
+
+
+def _draw_panels(axes: dict, result: Occupancy, colors: list) -> None:
+    """The four panels of one SM (register file, shared memory, warp slots, block slots), each on
+    its own axes: the same drawing whether the panels share one figure or stand alone."""
+    spec = result.gpu
+    blocks, wpb = result.active_blocks, result.warps_per_block
     # register file: sub-partitions side by side, in allocation units of 256 registers
     ax = axes["registers"]
     subs = spec.sm_subpartitions
@@ -146,14 +163,58 @@ def draw_result(result: Occupancy, title: str | None = None) -> Figure:
     _style(ax, "blocks", result,
            f"{blocks} of {spec.max_blocks_per_sm} block slots ({100 * result.utilization['blocks']:.1f}%)")
 
+
+
+def caption(result: Occupancy, title: str | None = None) -> str:
+    """The drawing's heading in words: the launch configuration, what fits and the limiter."""
+    spec = result.gpu
     limiter = " + ".join(TITLES[r] for r in RESOURCES if r in result.limiters)
     head = title or (f"One SM of {spec.name}: {result.threads_per_block} threads × "
                      f"{result.registers_per_thread} registers, {result.shared_memory_per_block:,} B "
                      f"shared memory a block")
-    fig.suptitle(f"{head}\n{_plural(blocks, 'block')} resident, {result.active_warps} of "
-                 f"{result.max_warps} warps ({result.occupancy_pct:.1f}% occupancy), "
-                 f"limited by {limiter}", color=TEXT, fontsize=11.5, x=0.02, ha="left", y=0.98)
-    return fig
+    return (f"{head}. {_plural(result.active_blocks, 'block')} resident, {result.active_warps} of "
+            f"{result.max_warps} warps ({result.occupancy_pct:.1f}% occupancy), limited by {limiter}.")
+
+
+def panel_svgs(result: Occupancy) -> dict[str, str]:
+    """Each panel as its own SVG (text kept as text, in the page's colour: readable at a phone's
+    width and in dark mode), keyed by resource."""
+    import io
+
+    from matplotlib import rc_context
+    colors = block_colors(max(result.active_blocks, 1))
+    out = {}
+    with rc_context({"svg.fonttype": "none", "font.family": "sans-serif"}):
+        for resource in RESOURCES:
+            fig = Figure(figsize=(3.4, 3.3))
+            fig.patch.set_alpha(0)
+            ax = fig.add_axes([0.03, 0.2, 0.94, 0.62])
+            ax.patch.set_alpha(0)
+            # the other panels are drawn on throwaway axes: only this one is kept
+            scratch = Figure()
+            axes = {r: (ax if r == resource else scratch.add_subplot()) for r in RESOURCES}
+            _draw_panels(axes, result, colors)
+            buffer = io.StringIO()
+            fig.savefig(buffer, format="svg", transparent=True)
+            svg = buffer.getvalue()
+            svg = svg[svg.index("<svg"):]
+            # mid-grey text and outlines follow the page's text colour (light and dark themes)
+            svg = svg.replace(f"fill: {TEXT.lower()}", "fill: currentColor").replace(
+                f"stroke: {TEXT.lower()}", "stroke: currentColor")
+            out[resource] = svg
+    return out
+
+
+def to_html(result: Occupancy, title: str | None = None):
+    """One SM, drawn as vector panels under a caption in words: ``IPython.display.HTML``. The
+    panels sit four in a row where there is room and one under another on a phone."""
+    import html as _html
+
+    from IPython.display import HTML
+    panels = "".join(f'<div class="ap-sm-panel" data-resource="{r}">{svg}</div>'
+                     for r, svg in panel_svgs(result).items())
+    return HTML(f'<figure class="ap-sm"><figcaption>{_html.escape(caption(result, title))}</figcaption>'
+                f'<div class="ap-sm-panels">{panels}</div></figure>')
 
 
 def to_image(fig: Figure, dpi: int = 100):

@@ -128,7 +128,11 @@ def collect(stages: Sequence[str], sweep: Sequence[Shape] = (), sweep_stages: Se
     if result is None:
         result = _replay(jobs, gpu, reason or "the recording was asked for")
     if not quiet:
+        # live: one line; replayed: the line, with why not live folded under it (helpers' own
+        # collect shows that fold; here, outside a page, the reason follows in words)
         print(result.banner())
+        if result.mode != "live":
+            print(f"  {result.why_not_live()}")
         for note in result.notes:
             print(f"  {note}")
     return result

@@ -88,8 +88,25 @@ def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
 
 
 def profile_stages(stages, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict[str, Profile]:
-    """Several stages at one shape, by name, each with its banner."""
-    return {name: profile_stage(name, shape, mode) for name in stages}
+    """Several stages at one shape, by name; one line says what was replayed or profiled, where
+    and when (one line per recording machine, where they differ)."""
+    profiles = {name: profile_stage(name, shape, mode, quiet=True) for name in stages}
+    print(stages_banner(profiles))
+    return profiles
+
+
+def stages_banner(profiles: dict[str, Profile]) -> str:
+    """'Replaying naive, inplace: recorded on <GPU> on <date> with torch …' (one line a page),
+    the stages grouped by how and where they were measured."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, prof in profiles.items():
+        groups.setdefault((prof.mode, prof.provenance.description), []).append(name)
+    lines = []
+    for (how, where), names in groups.items():
+        listed = ", ".join(names)
+        lines.append(f"Replaying {listed}: recorded on {where}." if how == "replay"
+                     else f"Profiled {listed} live on {where}.")
+    return "\n".join(lines)
 
 
 def closing_stages(mode: str = "auto") -> list[str]:

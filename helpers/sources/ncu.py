@@ -369,7 +369,7 @@ def load(stage: str, shape: Shape, gpu: str | None = None) -> pd.DataFrame:
 
 
 # --- live ----------------------------------------------------------------------------------------
-PERMISSION_ERROR = "ERR_NVGPUCTRPERM"   # what ncu says when the driver keeps the counters to admins
+from ..core.counters import PERMISSION_ERROR  # noqa: E402  (one definition, in core)
 
 
 class CountersUnavailable(RuntimeError):

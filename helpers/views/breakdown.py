@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..core import breakdown as bd
+from ..core.bound import CPU, Bound, of_step
 from ..core.errors import TraceError
 from ..core.profile import Profile
 from .charts import KIND_COLORS, MUTED, SERIES_COLORS, _title
@@ -48,15 +49,18 @@ def idle_gaps(prof: Profile, step: int | None = None) -> pd.DataFrame:
     return bd.idle_gaps(prof.gpu_events(_step(prof, step))).reset_index(drop=True)
 
 
+def step_bound(prof: Profile, step: int | None = None) -> Bound:
+    """The bound of one step, by the book's one definition (`helpers.core.bound`): the step's
+    GPU span against its busy time, the idle split by cause."""
+    return of_step(gpu_breakdown(prof).set_index("step").loc[_step(prof, step)])
+
+
 def verdict(prof: Profile, step: int | None = None) -> str:
-    """What bounds one step, in words, from the largest of busy, host wait and other-GPU wait."""
+    """What bounds one step, in words, with the numbers the line was drawn from (`step_bound`)."""
     step = _step(prof, step)
-    row = gpu_breakdown(prof).set_index("step").loc[step]
-    shares = {"busy": row["busy_pct"], "host": row["host_wait_pct"], "gpu": row["other_wait_pct"]}
-    largest = max(shares, key=lambda k: shares[k])
-    if largest == "host":
-        text = (f"bound by the CPU: the GPU waits {row['host_wait_pct']:.0f}% of the step for "
-                f"launches (busy {row['busy_pct']:.0f}%)")
+    b = step_bound(prof, step)
+    text = b.sentence()
+    if b.by == CPU:
         gaps = idle_gaps(prof, step)
         by_op = gaps[gaps["cause"] == "host"].groupby("top_aten_op", dropna=False)["idle_us"].sum()
         if len(by_op):
@@ -64,12 +68,7 @@ def verdict(prof: Profile, step: int | None = None) -> str:
             where = op if isinstance(op, str) else "an op the trace does not name"
             text += (f"; the longest share of that wait, {wait:.0f} µs, comes before work launched "
                      f"by {where}")
-        return text
-    if largest == "busy":
-        return (f"bound by the GPU: it is busy {row['busy_pct']:.0f}% of the step "
-                f"(waiting for the host {row['host_wait_pct']:.0f}%)")
-    return (f"waiting on other GPU work: idle {row['other_wait_pct']:.0f}% of the step with the next "
-            f"launch already queued (another stream, an event, a synchronization)")
+    return text
 
 
 def step_table(prof: Profile) -> pd.DataFrame:

@@ -5,20 +5,22 @@ from typing import Sequence
 
 import pandas as pd
 
+from ..core.bound import LINE, of_call
 from ..core.names import decode
 from ..core.profile import Profile
-from ..core.stages import DEFAULT_SHAPE, STAGES
+from ..core.stages import DEFAULT_SHAPE, STAGES, get_stage
 from ..core.article import reference_columns
-from .verdicts import Verdict, lesson
+from .verdicts import Verdict
 
 
 
-def kernel_table(prof: Profile, step: int | None = None) -> pd.DataFrame:
+def kernel_table(prof: Profile, step: int | None = None, occupancy: bool = False) -> pd.DataFrame:
     """One forward's GPU events in launch order (#): the kernel, what launched it and the aten op
-    first (where a reader looks to tell who made a Memcpy), then its time and launch arguments."""
+    first (where a reader looks to tell who made a Memcpy), then its time and launch arguments;
+    CUPTI's occupancy estimate only with `occupancy=True` (chapter 7 teaches it)."""
     k = prof.kernels(step)
     k.index = pd.RangeIndex(1, len(k) + 1, name="#")
-    return pd.DataFrame({
+    table = pd.DataFrame({
         "kernel": k["name"],
         "launched by": k["launched_by"],
         "aten op": k["top_aten_op"].where(k["top_aten_op"] == k["aten_op"], k["top_aten_op"] + " → " + k["aten_op"]),
@@ -31,6 +33,8 @@ def kernel_table(prof: Profile, step: int | None = None) -> pd.DataFrame:
         "block": k["block"],
         "CUPTI occ. %": k["est_occupancy_pct"],
     })
+    table.attrs = {"caption": "One forward: the last profiled step."}
+    return table if occupancy else table.drop(columns=["CUPTI occ. %"])
 
 
 def op_tree(prof: Profile, step: int | None = None, min_us: float = 0.0) -> pd.DataFrame:
@@ -56,25 +60,38 @@ def summary_table(profiles: Sequence[Profile]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("stage")
 
 
+def stage_lesson(stage: str, revealed: dict[str, list[Verdict]]) -> Verdict | None:
+    """The verdict behind a stage's lesson: the claim its registry entry names (`lesson_claim`),
+    looked up in its own verdicts, then in every stage's (sdpa_auto's is judged on cuDNN's page)."""
+    claim = get_stage(stage).lesson_claim
+    if not claim:
+        return None
+    own = list(revealed.get(stage, []))
+    others = [v for name, vs in revealed.items() if name != stage for v in vs]
+    return next((v for v in own + others if v.claim.startswith(claim)), None)
+
+
 def at_a_glance(profiles: dict, revealed: dict[str, list[Verdict]]) -> pd.DataFrame:
-    """The article's closing table rebuilt from these runs: one row per stage, its numbers, and
-    the one lesson its trace taught (a claim that differs here before one that holds), every
-    verdict behind it; the article's A100 figures beside them, in columns labelled as its own."""
+    """The article's closing table rebuilt from these runs: one row per stage, its numbers, the
+    lesson its chapter is about (from the stage registry) and the verdict that the trace gives on
+    it, every verdict behind it; the article's A100 figures beside them, in labelled columns."""
     rows = []
     for name, prof in profiles.items():
         s = prof.summary()
         verdicts = list(revealed.get(name, []))
-        taught = lesson(verdicts)
+        taught = stage_lesson(name, revealed)
         rows.append({"stage": name, "GPU events": s["gpu_events"], "GPU µs": round(s["gpu_time_us"], 1),
-                     "CPU µs": round(s["cpu_time_us"], 1),
-                     "what the trace revealed": (f"{taught.claim} — {taught.verdict}" if taught
-                                                 else "no claim of the article to check"),
+                     "CPU µs (profiled)": round(s["cpu_time_us"], 1),
+                     "the chapter's lesson": get_stage(name).lesson or "—",
+                     "the trace says": (f"{taught.verdict}: {taught.evidence}" if taught
+                                        else "no claim of the article to check"),
                      "every verdict": verdicts})
     frame = pd.DataFrame(rows).set_index("stage").join(reference_columns(profiles))
     where = sorted({f"{p.mode} on {p.provenance.gpu} (torch {p.provenance.torch})" for p in profiles.values()})
-    # the renderer opens the lesson onto every verdict
-    frame.attrs = {"expand": {"what the trace revealed": "every verdict"},
-                   "caption": f"Measured: {'; '.join(where)}. GPU and CPU time per forward."}
+    # the renderer opens the trace's verdict onto every verdict
+    frame.attrs = {"expand": {"the trace says": "every verdict"},
+                   "caption": f"Measured: {'; '.join(where)}. GPU and CPU time of one forward (the last "
+                              f"profiled step); the CPU time includes the profiler's own overhead."}
     return frame
 
 
@@ -91,30 +108,24 @@ def decoded_fields(prof: Profile, step: int | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["kernel", "field"])
 
 
-def timer_agreement(profiles: dict, tolerance: float = 0.05) -> pd.DataFrame:
-    """The profiler's GPU time per forward against do_bench's median, and what a gap means."""
+def timer_agreement(profiles: dict) -> pd.DataFrame:
+    """The profiler's GPU time per forward against do_bench's time per call, and the bound that
+    `helpers.core.bound` draws from them (the glossary's *bound by the CPU / by the GPU*).
+    The profiled CPU time is shown beside them for what it is: the profiler's own overhead
+    included, longer than the same call's CPU time unprofiled."""
     rows = []
     for name, prof in profiles.items():
         s = prof.summary()
-        bench, gpu, cpu = s["do_bench_us"], s["gpu_time_us"], s["cpu_time_us"]
-        if bench is None:
-            verdict, ratio = "no independent timing recorded", None
-        else:
-            ratio = bench / gpu
-            if abs(ratio - 1) <= tolerance:
-                verdict = f"agree within {tolerance:.0%}: GPU-bound"
-            elif ratio > 1 and bench <= 1.2 * cpu:
-                verdict = (f"do_bench is {ratio:.2f}× the kernel time: bound by the CPU, which takes "
-                           f"{cpu:.0f} µs to issue what the GPU runs in {gpu:.0f} µs")
-            elif ratio > 1:
-                verdict = (f"do_bench is {ratio:.2f}× the kernel time: bound by the CPU outside attn_fwd. "
-                           f"do_bench times the whole call, including what runs around the annotation "
-                           f"(a pinned backend's sdpa_kernel context, say): the GPU waits "
-                           f"{bench - gpu:.0f} µs per call")
-            else:
-                verdict = f"do_bench is {ratio:.2f}× the kernel time"
+        b = of_call(s)
+        gpu, cpu = float(s["gpu_time_us"]), float(s["cpu_time_us"])
         rows.append({"stage": name, "profiler GPU µs": round(gpu, 1),
-                     "do_bench µs": None if bench is None else round(bench, 1),
-                     "do_bench / profiler": None if ratio is None else round(ratio, 3),
-                     "CPU µs": round(cpu, 1), "reading": verdict})
-    return pd.DataFrame(rows).set_index("stage")
+                     "do_bench µs": None if b is None else round(b.wall_us, 1),
+                     "do_bench / profiler": None if b is None else round(b.wall_us / gpu, 3),
+                     "GPU busy % of a call": None if b is None else round(b.busy_pct, 1),
+                     "CPU µs (profiled)": round(cpu, 1),
+                     "bound": "no independent timing recorded" if b is None else b.words})
+    frame = pd.DataFrame(rows).set_index("stage")
+    frame.attrs = {"caption": (f"One forward: the last profiled step; do_bench: its median per call, no profiler. "
+                               f"Bound by the GPU when do_bench is at most {LINE:.0%} longer than the GPU "
+                               f"time, else by the CPU (glossary: bound by the CPU / by the GPU).")}
+    return frame

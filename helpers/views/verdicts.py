@@ -28,9 +28,3 @@ def table(verdicts: list[Verdict]) -> pd.DataFrame:
     if any(v.article for v in verdicts):
         frame[ARTICLE_GPU] = [v.article or None for v in verdicts]
     return frame
-
-
-def lesson(verdicts: list[Verdict]) -> Verdict | None:
-    """The one lesson a stage's trace teaches: the first claim that differs here, else the first
-    that holds (a surprise teaches more than a confirmation)."""
-    return next((v for v in verdicts if not v.holds), verdicts[0] if verdicts else None)

@@ -1,0 +1,106 @@
+// The book's charts at any width (helpers/views/charts.py hands this to every figure it renders for
+// the static book as plotly's post_script; {plot_id} is the figure's div). Plotly neither wraps a
+// title nor keeps a legend clear of it: here the title wraps to the chart's width, and a legend
+// above the plot is placed under the title, each measured, with the top margin and the figure's
+// height grown by what they need, so the plot area keeps its size. Runs again when the chart's
+// width changes (a phone turned, a folded output opened).
+(function () {
+  var gd = document.getElementById('{plot_id}');
+  if (!gd || !window.Plotly) return;
+  var orig = null, busy = false, done = 0, pending = false, failures = 0;
+  function later() {
+    if (pending) return;
+    pending = true;
+    setTimeout(function () { pending = false; fit(); }, 60);
+  }
+  function plain(s) { return s.replace(/<[^>]+>/g, ''); }
+  function wrap(segment, limit) {
+    var sup = /^<sup>([\s\S]*)<\/sup>$/.exec(segment);
+    var inner = sup ? sup[1] : segment, max = sup ? Math.round(limit * 1.4) : limit;
+    var lines = [], cur = '';
+    inner.split(' ').forEach(function (word) {
+      var next = cur ? cur + ' ' + word : word;
+      if (plain(next).length > max && cur) { lines.push(cur); cur = word; } else { cur = next; }
+    });
+    if (cur) lines.push(cur);
+    return lines.map(function (l) { return sup ? '<sup>' + l + '</sup>' : l; });
+  }
+  function box(selector) {
+    var el = gd.querySelector(selector);
+    if (!el || !el.getBBox) return null;
+    var b = el.getBBox();
+    return b.width || b.height ? b : null;
+  }
+  function fit() {
+    if (busy) { later(); return; }
+    // folded away (a closed output or dropdown): fitted when it is shown
+    if (gd.checkVisibility ? !gd.checkVisibility() : !gd.getClientRects().length) return;
+    var width = gd.clientWidth;
+    if (!width || width === done) return;
+    busy = true;
+    var layout = gd.layout, full = gd._fullLayout || {};
+    if (orig === null) {
+      var legend = layout.legend || {};
+      orig = {
+        title: (layout.title && layout.title.text) || '',
+        top: (full.margin || {}).t || 80,
+        height: full.height || 450,
+        // a legend above the plot (the book's default) is placed under the title
+        legendOnTop: full.showlegend !== false && (legend.y === undefined || legend.y >= 1) &&
+                     legend.yref !== 'container'
+      };
+    }
+    var chart = gd.getBoundingClientRect();
+    function place(limit, tries) {
+      var lines = [];
+      orig.title.split('<br>').forEach(function (s) { lines = lines.concat(wrap(s, limit)); });
+      return Plotly.relayout(gd, {'title.text': lines.join('<br>'), 'title.x': 0, 'title.xanchor': 'left',
+                                  'title.yref': 'container', 'title.y': 1, 'title.yanchor': 'top',
+                                  'title.pad.t': 8}).then(function () {
+        var t = gd.querySelector('.g-gtitle');
+        var b = t ? t.getBoundingClientRect() : null;
+        // measured: narrower still where the widest line runs past the chart's edge
+        if (b && b.width > width - 8 && tries < 6 && limit > 12) {
+          return place(Math.max(12, Math.floor(limit * (width - 8) / b.width) - 1), tries + 1);
+        }
+        return b;
+      });
+    }
+    place(Math.max(18, Math.floor((width - 24) / 8.2)), 0).then(function (b) {
+      var top = chart.top;
+      chart = gd.getBoundingClientRect(); top = chart.top;
+      var shift = b && b.height ? Math.max(0, 6 - (b.top - top)) : 0;
+      var step = shift ? Plotly.relayout(gd, {'title.pad.t': 8 + shift}) : Promise.resolve();
+      return step.then(function () {
+        var t = gd.querySelector('.g-gtitle');
+        var tb = t ? t.getBoundingClientRect() : null;
+        var titleBottom = tb && tb.height ? tb.bottom - gd.getBoundingClientRect().top + 8 : 8;
+        if (!orig.legendOnTop) {
+          var m = Math.max(orig.top, titleBottom + 8);
+          return Plotly.relayout(gd, {'margin.t': m, 'height': orig.height + m - orig.top});
+        }
+        // the legend's own height at this width, measured, then the legend moved under the title
+        var l = gd.querySelector('.legend');
+        var lh = l ? l.getBoundingClientRect().height : 0;
+        var m2 = titleBottom + lh + 10;
+        var height = orig.height + Math.max(0, m2 - orig.top);
+        return Plotly.relayout(gd, {'margin.t': m2, 'height': height, 'legend.yref': 'container',
+                                    'legend.y': 1 - titleBottom / height, 'legend.yanchor': 'top',
+                                    'legend.x': 0, 'legend.xanchor': 'left'});
+      });
+    }).then(function () {
+      busy = false; done = width;
+      gd.setAttribute('data-fit-width', String(width));  // tests wait for it
+      if (gd.clientWidth !== width) later();  // the page reflowed meanwhile
+    }, function () {
+      busy = false;
+      if (++failures < 8) later();  // a relayout refused while plotly was busy: again
+    });
+  }
+  fit();
+  for (var d = gd.closest('details'); d; d = d.parentElement && d.parentElement.closest('details')) {
+    d.addEventListener('toggle', later);
+  }
+  if (window.ResizeObserver) new ResizeObserver(function () { fit(); }).observe(gd);
+  else window.addEventListener('resize', fit);
+})();
