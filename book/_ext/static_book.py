@@ -2,11 +2,11 @@
 
 Seven small jobs, each of which a default Jupyter Book 1.x build gets wrong here:
 
-1. Vendored browser libraries. The ipywidgets embed manager (``embed-amd.js``), RequireJS and
-   MathJax are kept in ``book/_vendor`` (the npm files, byte for byte; JavaScript stored as .xz)
-   and written into ``_static/vendor/`` at build time, each checked against the sha256 in
-   ``book/_vendor/manifest.json``. ``_config.yml`` points myst-nb's ``nb_ipywidgets_js`` and
-   Sphinx's ``mathjax_path`` at them; a build whose config loads any of them from a URL fails.
+1. Vendored browser libraries. MathJax and plotly.js are kept in ``book/_vendor`` (the npm
+   files, byte for byte; JavaScript stored as .xz) and written into ``_static/vendor/`` at build
+   time, each checked against the sha256 in ``book/_vendor/manifest.json``. ``_config.yml``
+   points Sphinx's ``mathjax_path`` at them; a build whose config loads any library from a URL
+   fails. myst-nb's ``nb_ipywidgets_js`` is empty: no page loads the ipywidgets manager.
 2. Inline scripts once. Sphinx 7.4 registers an inline script added during ``builder-inited``
    twice (once with the filename ``None``, once with ``''``), so sphinx-thebe's
    ``const THEBE_JS_URL = ...`` ran twice and threw "Identifier 'THEBE_JS_URL' has already been
@@ -26,11 +26,10 @@ Seven small jobs, each of which a default Jupyter Book 1.x build gets wrong here
 5. Every notebook executed. After reading, any page that is a notebook (an .ipynb, or Markdown
    with a kernelspec) without a successful execution record is a warning, and so, under -W, a
    failed build: a page can never silently show unexecuted cells.
-6. Saved widget state for the views a page shows. nbclient saves the state of every widget the
-   kernel still holds, and myst-nb embeds all of it in the page, with the 3.6 MB widget bundle,
-   even when the cell that showed them is ``remove-output`` (the calculator page carried 198 KB
-   of state for no view at all). Each page keeps the models its rendered views reach (through
-   their ``IPY_MODEL_`` references); a page with no view keeps no state and loads no widget code.
+6. No saved widget state. nbclient saves the state of every widget the kernel still holds (a
+   live progress bar, the live shape form), and myst-nb embeds all of it in the page. The book
+   draws no widget (its questions and calculator are their own outputs' JavaScript), so every
+   page drops that state, and the views that would have needed it render as nothing.
 7. A failed build stays failed. With ``-W --keep-going`` Sphinx saves its environment even when
    warnings failed the build, so the next build found nothing to re-read and succeeded, pages
    still broken. After a build with warnings the saved environment is deleted (as Sphinx does
@@ -68,7 +67,7 @@ def _vendored_paths() -> set[str]:
 def check_offline_config(app, config) -> None:
     """The libraries a page loads must be the vendored ones, never a URL."""
     vendored = _vendored_paths()
-    # and the book's own static files (book/_static), e.g. widgets_offline.js
+    # and the book's own static files (book/_static)
     for folder in config.html_static_path:
         root = Path(app.confdir) / folder
         vendored |= {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
@@ -217,43 +216,13 @@ def check_executed(app, env) -> None:
                            f"every notebook with the outputs of this build", location=docname)
 
 
-# --- 6. widget state only for the views the page shows ---------------------------------------
-
-WIDGET_VIEW = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">(.*?)</script>', re.S)
-MODEL_REFERENCE = re.compile(r"IPY_MODEL_([0-9a-f]+)")
-
-
-def models_in_use(state: dict, shown: set[str]) -> set[str]:
-    """The models the shown views need: those views and everything they reference, transitively."""
-    needed, todo = set(), [m for m in shown if m in state]
-    while todo:
-        model = todo.pop()
-        if model in needed:
-            continue
-        needed.add(model)
-        todo.extend(m for m in MODEL_REFERENCE.findall(json.dumps(state[model])) if m in state)
-    return needed
-
+# --- 6. no widget state ----------------------------------------------------------------------
 
 def prune_widget_state(app, doctree) -> None:
-    from docutils import nodes
-    from myst_nb.core.render import sanitize_script_content
-
+    """Drop the page's saved widget state: no page loads the widget manager (see above)."""
     files = getattr(app.env, "nb_metadata", {}).get(app.env.docname, {}).get("js_files", {})
-    if "ipywidgets_state" not in files:
-        return
-    uri, attributes = files["ipywidgets_state"]
-    # myst-nb writes "</script>" as "<\/script>", which JSON reads back as it was
-    saved = json.loads(attributes["body"])
-    shown = {json.loads(view)["model_id"]
-             for raw in doctree.findall(nodes.raw) for view in WIDGET_VIEW.findall(raw.astext())}
-    keep = models_in_use(saved["state"], shown)
-    if not keep:
-        for key in [k for k in files if k.startswith("ipywidgets_")]:
-            del files[key]
-        return
-    saved["state"] = {m: v for m, v in saved["state"].items() if m in keep}
-    files["ipywidgets_state"] = (uri, {**attributes, "body": sanitize_script_content(json.dumps(saved))})
+    for key in [k for k in files if k.startswith("ipywidgets_")]:
+        del files[key]
 
 
 # --- 7. a failed build stays failed --------------------------------------------------------------

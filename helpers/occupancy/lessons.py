@@ -21,7 +21,6 @@ from pathlib import Path
 import pandas as pd
 
 from ..pages.prose import glue
-from ..pages.questions import Guess, ask, show_verdict, verdict  # noqa: F401  (the page's guesses)
 from ..profiling.modes import profile_stage, resolve_mode
 from ..profiling.profile import Profile, TraceError
 from ..profiling.stages import StageUnavailable

@@ -24,7 +24,7 @@ def kernel_table(prof: Profile, step: int | None = None) -> pd.DataFrame:
     first (where a reader looks to tell who made a Memcpy), then its time and launch arguments."""
     k = prof.kernels(step)
     k.index = pd.RangeIndex(1, len(k) + 1, name="#")
-    return pd.DataFrame({
+    table = pd.DataFrame({
         "kernel": k["name"],
         "launched by": k["launched_by"],
         "aten op": k["top_aten_op"].where(k["top_aten_op"] == k["aten_op"], k["top_aten_op"] + " → " + k["aten_op"]),
@@ -37,6 +37,10 @@ def kernel_table(prof: Profile, step: int | None = None) -> pd.DataFrame:
         "block": k["block"],
         "CUPTI occ. %": k["est_occupancy_pct"],
     })
+    # each row an id, the table too: a guess's reveal links a mismatch to its row (views/guess.py)
+    table.attrs["table_id"] = f"{prof.stage}-kernels"
+    table.attrs["row_ids"] = [f"{prof.stage}-kernel-{i}" for i in table.index]
+    return table
 
 
 def op_tree(prof: Profile, step: int | None = None, min_us: float = 0.0) -> pd.DataFrame:

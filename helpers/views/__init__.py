@@ -1,0 +1,1 @@
+"""Shared page views (issue 19's layer): what a notebook shows, handed its data by the notebook."""
