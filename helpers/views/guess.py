@@ -140,6 +140,8 @@ def judge(key: dict, text: str | None) -> dict:
         return _invalid(messages["empty_choice" if kind == "choice" else "empty"])
     if kind == "kernels":
         tokens = parse_kernels(text, key["aliases"])
+        if not tokens:  # separators only
+            return _invalid(messages["empty"])
         unknown = [word for word, k in tokens if k not in key["kinds"]]
         if unknown:
             return _invalid(messages["unknown_kind"].replace("{unknown}", ", ".join(f'"{w}"' for w in unknown))
@@ -311,7 +313,7 @@ class Question:
             f'<form class="apq-form" aria-labelledby="{uid}-q" novalidate>'
             f'<p class="apq-question" id="{uid}-q"><b>Guess first:</b> {html.escape(key["question"])}</p>'
             f"{_input_html(key, uid)}"
-            f'<div class="apq-buttons"><button type="submit" class="apq-look">Look at the trace</button>'
+            f'<div class="apq-buttons"><button type="button" class="apq-look">Look at the trace</button>'
             f'<button type="button" class="apq-reveal">Just reveal</button></div>'
             f'<p class="apq-message" id="{uid}-message" role="alert"></p></form>'
             f'<div class="apq-result" id="{uid}-result" aria-live="polite" tabindex="-1" hidden></div>'

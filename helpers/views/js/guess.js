@@ -77,6 +77,7 @@
       if (!trim(text)) return invalid(messages[kind === "choice" ? "empty_choice" : "empty"]);
       if (kind === "kernels") {
         const tokens = parseKernels(text, key.aliases);
+        if (!tokens.length) return invalid(messages.empty);  // separators only
         const unknown = tokens.filter(([, k]) => !key.kinds.includes(k)).map(([w]) => w);
         if (unknown.length) {
           return invalid(fill(fill(messages.unknown_kind, "unknown", unknown.map((w) => '"' + w + '"').join(", ")),
@@ -251,7 +252,14 @@
       if (!kept || kept.verdict === "revealed") remember("", "revealed");
       result.focus();
     }
-    form.addEventListener("submit", (event) => { if (look(event)) result.focus(); });
+    // no form submission (a sandboxed frame without allow-forms never fires it): the button, and
+    // Enter in the field or on an option, look
+    const lookAndFocus = (event) => { if (look(event)) result.focus(); };
+    form.addEventListener("submit", (event) => event.preventDefault());
+    root.querySelector(".apq-look").addEventListener("click", lookAndFocus);
+    form.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && event.target.tagName === "INPUT") lookAndFocus(event);
+    });
     root.querySelector(".apq-reveal").addEventListener("click", reveal);
     if (input) input.addEventListener("input", () => { message.textContent = ""; input.removeAttribute("aria-invalid"); });
 
