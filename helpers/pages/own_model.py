@@ -33,19 +33,22 @@ def code_card(name: str) -> Markdown:
     return Markdown(f"**{e.title}** (`{e.name}`): {e.what_changed}.\n\n```python\n{e.code}\n```")
 
 
-def questions(name: str, prof: Profile) -> Questions:
+def questions(name: str, prof: Profile, events_by: tuple[str, str] | None = None,
+              bound_by: tuple[str, str] = ("", "")) -> Questions:
     """Guess first: the step's GPU events (right within EVENTS_TOLERANCE) and what bounds it, each
-    judged in the reader's browser against the trace's last step (views/guess.py)."""
+    judged in the reader's browser against the trace's last step (views/guess.py). ``events_by``
+    and ``bound_by``: the (id, label) of the outputs that explain each answer (default for the
+    events: the step's kernel table)."""
     e = get_experiment(name)
     events = int(prof.per_step.set_index("step").loc[prof.forward_step, "gpu_events"])
     bound = bound_of(prof)
-    table = ("#" + kernel_table_id(prof.stage), "the kernel table")
     options = [*BOUNDS, *([bound] if bound not in BOUNDS else [])]
     return Questions([
         Question(number_key(f"{name}-events", f"How many GPU events will one step of {e.title} launch?",
-                            events, tolerance=EVENTS_TOLERANCE, explained_by=table)),
+                            events, tolerance=EVENTS_TOLERANCE,
+                            explained_by=events_by or ("#" + kernel_table_id(prof.stage), "the kernel table"))),
         Question(choice_key(f"{name}-bound", "What bounds the step: the CPU issuing the work, or the GPU running it?",
-                            options, bound, f"{bound}: {breakdown.verdict(prof)}", explained_by=table)),
+                            options, bound, breakdown.verdict(prof), explained_by=bound_by)),
     ])
 
 

@@ -212,7 +212,8 @@ def kernels_key(prof: Profile, qid: str | None = None, question: str | None = No
                 "kernels", question or "Which GPU events will one forward launch, in launch order?",
                 ("#" + kernel_table_id(prof.stage), "the kernel table"), "the trace")
     key.update(kinds=list(GUESSABLE), aliases=dict(ALIASES), answer=answer,
-               answerText=", ".join(a["kind"] for a in answer) + f" ({len(answer)} GPU events)")
+               answerText=", ".join(a["kind"] for a in answer)
+               + f" ({len(answer)} GPU event{'' if len(answer) == 1 else 's'})")
     return key
 
 
@@ -376,7 +377,14 @@ class Anchored:
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         from IPython.core.formatters import format_display_data
-        data, _ = format_display_data(self.obj)
+        # a plotly figure displays itself (_ipython_display_), so the formatter would return only
+        # its text: ask the object for its bundle first
+        data = None
+        if hasattr(self.obj, "_repr_mimebundle_"):
+            data = self.obj._repr_mimebundle_(include, exclude)
+            data = data[0] if isinstance(data, tuple) else data
+        if not data:
+            data, _ = format_display_data(self.obj)
         if "text/html" in data:
             data = {**data, "text/html": f'<div id="{html.escape(self.anchor)}" class="apq-anchor">'
                                          f'{data["text/html"]}</div>'}
