@@ -4,6 +4,8 @@ back to the recordings with the reason. Expectations come from the raw ncu CSV f
 their own units row), the raw chrome traces and the raw ceilings.json; none is typed in."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
@@ -13,10 +15,10 @@ import pytest
 
 from conftest import ROOT, raw_document
 from helpers import DEFAULT_SHAPE, Shape, profile_stage
-from helpers.occupancy import truth
-from helpers.occupancy.lessons import STAGES as OCCUPANCY_STAGES
-from helpers.pages import counters, roofline
-from helpers.profiling import ncu
+from helpers.chapters import occupancy_truth as truth
+from helpers.chapters.occupancy_lessons import STAGES as OCCUPANCY_STAGES
+from helpers.chapters import counters, roofline
+from helpers.sources import ncu
 from test_ncu import NCU_DIR, PROVENANCE, base, number, raw
 
 ROOFLINE_STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn",
@@ -229,7 +231,7 @@ def test_roofline_chart_draws_each_stage_under_both_roofs(collected, roof):
 # ---------------------------------------------------------------------------------- fallbacks
 
 def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, capsys):
-    import helpers.pages.counters as module
+    import helpers.chapters.counters as module
     monkeypatch.setattr(ncu, "find_ncu", lambda: None)
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
@@ -240,7 +242,7 @@ def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, caps
 
 
 def test_counters_not_permitted_fall_back_to_the_recording(monkeypatch, capsys, tmp_path):
-    import helpers.pages.counters as module
+    import helpers.chapters.counters as module
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr(ncu, "unavailable_reason", lambda: None)
     monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/local/cuda/bin/ncu")
@@ -248,8 +250,8 @@ def test_counters_not_permitted_fall_back_to_the_recording(monkeypatch, capsys, 
     def refused(*args, **kwargs):
         raise RuntimeError("ncu failed on x (exit 1): ==ERROR== ERR_NVGPUCTRPERM - The user does not have "
                            "permission to access NVIDIA GPU Performance Counters")
-    monkeypatch.setattr(ncu, "record", refused)
-    monkeypatch.setattr(ncu, "live_metrics", lambda exe: list(ncu.BASE_METRICS))
+    monkeypatch.setattr(ncu, "run_page", refused)
+    monkeypatch.setattr(ncu, "live_metrics", lambda exe, cache=None: list(ncu.BASE_METRICS))
     monkeypatch.setattr("torch.cuda.get_device_properties", lambda i: _Props())
     monkeypatch.setattr(module, "cache_dir", lambda gpu, torch_version: tmp_path)
     c = counters.collect(["sdpa_flash"])
@@ -323,62 +325,108 @@ class _Props:
     name, major, minor, multi_processor_count = PROVENANCE["gpu"], 9, 0, PROVENANCE["sm_count"]
 
 
+def recorded_csv(name: str) -> Path:
+    return NCU_DIR / f"{name}.csv"
+
+
+def page_exports(names: list[str]) -> tuple[str, str]:
+    """What ncu's two exports of one page's report read, made of the recorded one-forward tables:
+    the raw page with the kernels numbered on, and the same with each kernel renamed by its job."""
+    raw, renamed, next_id = [], [], 0
+    for name in names:
+        rows = [r for r in csv.reader(io.StringIO(recorded_csv(name).read_text())) if r]
+        start = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+        header, units, data = rows[start], rows[start + 1], rows[start + 2:]
+        if not raw:
+            raw, renamed = [header, units], [header, units]
+        for row in data:
+            row = [str(next_id)] + row[1:]
+            next_id += 1
+            raw.append(row)
+            # as ncu 2025.3 renames it: "<range>/<kernel>" (benchmarks/results/gpu_live_19)
+            renamed.append([f"{name}/{v}" if h == "Kernel Name" else v for h, v in zip(header, row)])
+    out = []
+    for rows in (raw, renamed):
+        buffer = io.StringIO()
+        csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+        out.append("==PROF== Disconnected\n" + buffer.getvalue())
+    return out[0], out[1]
+
+
 @pytest.fixture
 def fake_live(monkeypatch, tmp_path):
-    import helpers.pages.counters as module
-    import helpers.profiling.capture as capture
-    calls = []
+    import helpers.chapters.counters as module
+    import helpers.sources.capture as capture
+    pages = []   # one entry per ncu process: the jobs it ran
 
-    def measure_stage(stage, shape, out):
-        calls.append(stage)
-        table = ncu.load(stage, shape)
-        (out / f"{ncu.recording_name(stage, shape)}.csv").write_bytes(table.attrs["csv"].read_bytes())
-        return table
+    def run_page(jobs, out_dir, metrics, exe, on_done=None):
+        pages.append([j["name"] for j in jobs])
+        for j in jobs:
+            on_done and on_done(j["name"])
+        raw, renamed = page_exports([j["name"] for j in jobs])
+        return out_dir / "page.ncu-rep", raw, renamed
 
-    def measure_calibration(dtype, m, n, k, out):
-        name = ncu.calibration_name(dtype, m, n, k)
-        calls.append(name)
-        (out / f"{name}.csv").write_bytes((NCU_DIR / f"{name}.csv").read_bytes())
-        return ncu.kernels(ncu.read_csv(NCU_DIR / f"{name}.csv"))
-
-    monkeypatch.setenv("ATTN_PROFILED_NCU_CACHE", str(tmp_path))
+    monkeypatch.setenv("ATTN_PROFILED_CACHE", str(tmp_path))
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr(ncu, "unavailable_reason", lambda: None)
     monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/local/cuda/bin/ncu")
     monkeypatch.setattr(ncu, "version", lambda exe: PROVENANCE["ncu"])
-    monkeypatch.setattr(ncu, "measure_stage", measure_stage)
-    monkeypatch.setattr(ncu, "measure_calibration", measure_calibration)
+    monkeypatch.setattr(ncu, "live_metrics", lambda exe, cache=None: list(ncu.BASE_METRICS))
+    monkeypatch.setattr(ncu, "run_page", run_page)
     monkeypatch.setattr(capture, "driver_version", lambda: PROVENANCE["driver"])
     monkeypatch.setattr("torch.cuda.get_device_properties", lambda i: _Props())
     monkeypatch.setattr(module, "cache_dir", lambda gpu, torch_version: tmp_path / "cache")
     (tmp_path / "cache").mkdir()
-    return calls
+    return pages
 
 
-def test_live_counters_run_ncu_once_per_forward_and_reuse_the_cache(fake_live, capsys):
+def stage_name(stage: str) -> str:
+    return ncu.recording_name(stage, DEFAULT_SHAPE)
+
+
+def test_live_counters_run_one_ncu_process_per_page_and_reuse_the_cache(fake_live, capsys):
     first = counters.collect(["sdpa_flash", "sdpa_cudnn"])
     assert first.mode == "live" and first.gpu == PROVENANCE["gpu"]
-    assert fake_live == [c["name"] for c in PROVENANCE["calibration"]] + ["sdpa_flash", "sdpa_cudnn"]
+    assert fake_live == [[c["name"] for c in PROVENANCE["calibration"]] + [stage_name("sdpa_flash"), stage_name("sdpa_cudnn")]]
     assert "Measured live with ncu" in capsys.readouterr().out
     fake_live.clear()
     again = counters.collect(["sdpa_flash", "sdpa_cudnn", "naive"])
-    assert fake_live == ["naive"]   # the rest came from this machine's earlier run
+    assert fake_live == [[stage_name("naive")]]   # the rest came from this session's earlier page
     assert "earlier run" in capsys.readouterr().out
     for key, table in first.kernels.items():
         assert list(table["dram_bytes"]) == list(again.kernels[key]["dram_bytes"])
 
 
+def test_a_page_report_split_by_range_is_each_forward_recorded_alone(fake_live):
+    # the split tables read as the one-forward recordings they were made of, row for row
+    c = counters.collect(["naive", "sdpa_flash", "sdpa_math"])
+    for stage in ("naive", "sdpa_flash", "sdpa_math"):
+        alone = ncu.kernels(ncu.read_csv(recorded_csv(stage_name(stage))))
+        split = c.stage(stage)
+        assert list(split["kernel"]) == list(alone["kernel"]) and len(split) > 0
+        assert list(split["dram_bytes"]) == list(alone["dram_bytes"])
+
+
+def test_a_kernel_outside_every_range_is_refused():
+    raw, renamed = page_exports([stage_name("naive")])
+    with pytest.raises(RuntimeError, match="in no job's NVTX range"):
+        ncu.split_by_range(raw, renamed.replace(stage_name("naive"), "somewhere else"), [stage_name("naive")])
+    with pytest.raises(RuntimeError, match="no kernel of"):
+        ncu.split_by_range(raw, renamed, [stage_name("naive"), stage_name("sdpa_flash")])
+
+
 def test_a_stage_that_fails_live_sends_the_page_to_the_recording(fake_live, monkeypatch, capsys):
-    def fails(stage, shape, out):
-        raise RuntimeError("ncu failed on sdpa_flash (exit 1): No available kernel")
-    monkeypatch.setattr(ncu, "measure_stage", fails)
+    def fails(jobs, out_dir, metrics, exe, on_done=None):
+        raise RuntimeError("ncu failed on 3 jobs (exit 1): No available kernel")
+    monkeypatch.setattr(ncu, "run_page", fails)
     c = counters.collect(["sdpa_flash"])
     line = capsys.readouterr().out
-    assert c.mode == "replay" and "sdpa_flash did not run under ncu" in line
+    assert c.mode == "replay" and "did not run under ncu" in line
 
 
-def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(monkeypatch):
-    from helpers.profiling import ceilings
+def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(monkeypatch, tmp_path):
+    from helpers.sources import ceilings
+    monkeypatch.setenv("ATTN_PROFILED_CACHE", str(tmp_path))   # measured once, then kept for the session
     c = counters.collect(["sdpa_flash"], mode="replay", quiet=True)
     recorded = ceilings.load()
     mine = recorded.copy()
@@ -391,3 +439,7 @@ def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(m
     assert roof["live"]["gpu"] == "NVIDIA L4" and roof["live"]["matmul TFLOP/s"] == roof["matmul TFLOP/s"] / 4
     table = roofline.ceilings_table(roof)
     assert set(table["measured on"]) == {f"{PROVENANCE['gpu']} (replay)", "NVIDIA L4 (live)"}
+    # the next page of the session reuses the measurement: measure() is not called again
+    monkeypatch.setattr(ceilings, "measure", lambda: pytest.fail("measured twice in one session"))
+    again = roofline.load_ceilings(c, quiet=True)
+    assert again["live"]["matmul TFLOP/s"] == roof["live"]["matmul TFLOP/s"]

@@ -5,7 +5,7 @@ import statistics
 import pytest
 
 from helpers import profile_stage, tables, claims
-from helpers.profiling.names import decode
+from helpers.core.names import decode
 from helpers.views import guess
 from conftest import TRACES, raw_document, raw_last_step
 

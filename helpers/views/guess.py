@@ -30,9 +30,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..profiling.names import KINDS
-from ..profiling.profile import Profile
-from ..pages.render import short_name
+from ..core.names import KINDS
+from ..core.profile import Profile
+from .render import short_name
 
 HERE = Path(__file__).resolve().parent / "js"
 SCRIPT = "guess.js"

@@ -1,0 +1,122 @@
+"""The "Your own model" chapter: guess first, then look, on code nobody here wrote.
+
+The guess is about a whole step, not a list of kernels: how many GPU events it launches, and
+whether the CPU or the GPU bounds it. The look is computed from the trace (`breakdown`).
+"""
+from __future__ import annotations
+
+import pandas as pd
+from IPython.display import Markdown, display
+
+from ..sources.own_model import (EXPERIMENTS, available, get_experiment, make_step,  # noqa: F401 - the chapter's API
+                                   profile_experiment, recording)
+from ..core.profile import Profile
+from ..views import breakdown
+from ..views.guess import Question, Questions, choice_key, kernel_table_id, number_key
+from ..views.prose import glue
+
+BOUNDS = ("CPU", "GPU")
+# a count of GPU events per step is judged right this close (relatively): a guess from the code
+EVENTS_TOLERANCE = 0.1
+
+
+def bound_of(prof: Profile, step: int | None = None) -> str:
+    """'CPU' or 'GPU' (or 'other GPU work'), as the computed verdict has it."""
+    text = breakdown.verdict(prof, step)
+    return "CPU" if text.startswith("bound by the CPU") else "GPU" if text.startswith("bound by the GPU") \
+        else "other GPU work"
+
+
+def code_card(name: str) -> Markdown:
+    """The code one step runs, and the line that changed."""
+    e = get_experiment(name)
+    return Markdown(f"**{e.title}** (`{e.name}`): {e.what_changed}.\n\n```python\n{e.code}\n```")
+
+
+def questions(name: str, prof: Profile, events_by: tuple[str, str] | None = None,
+              bound_by: tuple[str, str] = ("", "")) -> Questions:
+    """Guess first: the step's GPU events (right within EVENTS_TOLERANCE) and what bounds it, each
+    judged in the reader's browser against the trace's last step (views/guess.py). ``events_by``
+    and ``bound_by``: the (id, label) of the outputs that explain each answer (default for the
+    events: the step's kernel table)."""
+    e = get_experiment(name)
+    events = int(prof.per_step.set_index("step").loc[prof.forward_step, "gpu_events"])
+    bound = bound_of(prof)
+    options = [*BOUNDS, *([bound] if bound not in BOUNDS else [])]
+    return Questions([
+        Question(number_key(f"{name}-events", f"How many GPU events will one step of {e.title} launch?",
+                            events, tolerance=EVENTS_TOLERANCE,
+                            explained_by=events_by or ("#" + kernel_table_id(prof.stage), "the kernel table"))),
+        Question(choice_key(f"{name}-bound", "What bounds the step: the CPU issuing the work, or the GPU running it?",
+                            options, bound, breakdown.verdict(prof), explained_by=bound_by)),
+    ])
+
+
+def glue_step(prof: Profile, prefix: str) -> dict:
+    """Glue the last step's figures as `<prefix>_gpu_events`, `<prefix>_busy_pct`, ..."""
+    step = prof.forward_step
+    b = breakdown.gpu_breakdown(prof).set_index("step").loc[step]
+    s = prof.per_step.set_index("step").loc[step]
+    top = breakdown.top_kernels(prof, n=1).iloc[0]
+    per_op = breakdown.kernels_per_op(prof, n=None)
+    k = prof.kernels(step)
+    values = {
+        "gpu_events": int(s["gpu_events"]), "kernels": int(s["kernels"]),
+        "gpu_us": round(float(s["gpu_time_us"]), 1), "cpu_us": round(float(s["cpu_time_us"]), 1),
+        "span_us": round(float(b["span_us"]), 1), "busy_pct": round(float(b["busy_pct"]), 1),
+        "idle_pct": round(float(b["idle_pct"]), 1), "host_wait_pct": round(float(b["host_wait_pct"]), 1),
+        "other_wait_pct": round(float(b["other_wait_pct"]), 1), "verdict": breakdown.verdict(prof),
+        "bound": bound_of(prof), "top_kind": top["kind"], "top_pct": float(top["% of GPU time"]),
+        "aten_ops": int(s["aten_ops"]), "gpu": prof.provenance.gpu,
+        # the op that launched the most GPU time (the outermost: the line of code), and how many
+        # ops launched anything at all
+        "top_op": per_op.index[0], "launching_ops": len(per_op),
+        "median_kernel_us": round(float(k.loc[k["category"] == "kernel", "dur_us"].median()), 1),
+        "threads": int(prof.cpu_ops(step)["tid"].nunique()),
+    }
+    for key, value in values.items():
+        glue(f"{prefix}_{key}", value)
+    return values
+
+
+def profile(name: str, mode: str = "auto") -> Profile | None:
+    """The experiment's Profile (live or replayed, with its banner); None, with the reason, where
+    it has none here (the Hugging Face model, without transformers and without a recording)."""
+    if not available(name):
+        e = get_experiment(name)
+        print(f"{e.title} ({name}): no recording here, and it cannot run live"
+              + (f" ({e.needs} is not installed)." if e.needs else " (no CUDA GPU)."))
+        return None
+    return profile_experiment(name, mode)
+
+
+def overview(prof: Profile | None) -> None:
+    """A model's step in three views: the breakdown with its verdict, the top kernels, the ops."""
+    if prof is None:
+        display(Markdown("*Nothing to show here: see the line above.*"))
+        return
+    display(breakdown.compare([prof]))
+    display(breakdown.top_kernels(prof, n=8))
+    display(breakdown.kernels_per_op(prof, n=8))
+
+
+def timeline_explorer(prof: Profile):
+    """Live: pick a step and a window of it, and redraw the timeline (the static book shows one)."""
+    import ipywidgets as w
+
+    from ..views.charts import timeline
+    steps = w.Dropdown(options=prof.steps, value=prof.forward_step, description="step")
+    end = float(breakdown.gpu_breakdown(prof).set_index("step").loc[prof.forward_step, "end_us"]
+                - prof.cpu_ops(prof.forward_step)["start_us"].min())
+    span = w.FloatRangeSlider(value=(0.0, end), min=0.0, max=end, step=max(end / 1000, 0.1),
+                              description="µs", layout=w.Layout(width="95%"), readout_format=",.0f")
+    out = w.Output()
+
+    def draw(_=None) -> None:
+        out.clear_output(wait=True)
+        with out:
+            display(timeline(prof, steps.value, window=tuple(span.value)))
+
+    button = w.Button(description="Draw", button_style="primary", icon="refresh")
+    button.on_click(draw)
+    return w.VBox([w.HBox([steps, button]), span, out])
