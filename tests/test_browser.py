@@ -366,6 +366,10 @@ def test_page(visit, book, path, theme, size):
         assert escaped not in text, f"{escaped} shown as text: a kernel name was escaped twice"
     bad = v.page.evaluate(CONTRAST_JS, MIN_CONTRAST)
     assert not bad, f"text below {MIN_CONTRAST}:1 contrast in the {theme} theme:\n" + "\n".join(bad)
+    # every Font Awesome icon drawn (static_book cuts fontawesome.js down to the icons the book names)
+    undrawn = v.page.evaluate("""() => [...document.querySelectorAll('i[class*="fa-"]')].map(i => i.className)""")
+    assert not undrawn, f"icons not drawn: {undrawn}"
+    assert v.page.locator("svg.svg-inline--fa").count() > 0
     name = path.removesuffix(".html").replace("/", "__")
     v.page.screenshot(path=str(book.parent / "screenshots" / f"{name}__{theme}__{size[0]}.png"), full_page=True)
     check_layout(v)

@@ -156,3 +156,15 @@ def test_no_page_keeps_widget_state():
     env = SimpleNamespace(docname="p", nb_metadata={"p": {"js_files": files}})
     static_book.prune_widget_state(SimpleNamespace(env=env), None)
     assert set(files) == {"other"}
+
+
+def test_fontawesome_keeps_only_the_icons_named():
+    # two packs in the shape fontawesome.js has them, an icon with an alias, a path array
+    script = ('(()=>{var p={monero:[496,512,[],"f3d0","M352 384h1z"],github:[496,512,[],"f09b","M1 2z"]};d("fab",p)}'
+              '();(()=>{var p={0:[320,512,[],"30","M0 0z"],"magnifying-glass":[512,512,[128269,"search"],"f002","M4 2z"],'
+              'rocket:[512,512,[],"f135",["M1z","M2z"]],"arrow-up":[384,512,[8593],"f062","M2 1z"]};d("fas",p)})();lib()')
+    out = static_book.subset_fontawesome(script, {"search", "rocket", "solid", "lg"})
+    assert 'var p={};d("fab",p)' in out
+    assert '"magnifying-glass":[512,512,[128269,"search"],"f002","M4 2z"]' in out
+    assert 'rocket:[512,512,[],"f135",["M1z","M2z"]]' in out
+    assert "arrow-up" not in out and "monero" not in out and out.endswith("lib()")

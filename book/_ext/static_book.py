@@ -30,6 +30,12 @@ Seven small jobs, each of which a default Jupyter Book 1.x build gets wrong here
    live progress bar, the live shape form), and myst-nb embeds all of it in the page. The book
    draws no widget (its questions and calculator are their own outputs' JavaScript), so every
    page drops that state, and the views that would have needed it render as nothing.
+8. Font Awesome, only the icons the book shows. pydata-sphinx-theme loads ``fontawesome.js``,
+   every free icon as SVG (1.4 MB, 530 KB gzipped, the largest file of every first visit once the
+   widget manager was gone), to draw some twenty icons (the header's buttons, the arrows). After
+   the build its icon packs are cut down to the icons the built pages and the theme's scripts
+   name (``fa-<name>``, aliases included); the library code around them is kept as it is, so the
+   icons are drawn exactly as before. tests/test_browser.py checks that every icon is drawn.
 7. A failed build stays failed. With ``-W --keep-going`` Sphinx saves its environment even when
    warnings failed the build, so the next build found nothing to re-read and succeeded, pages
    still broken. After a build with warnings the saved environment is deleted (as Sphinx does
@@ -237,6 +243,81 @@ def forget_failed_build(app, exception) -> None:
                         "so the next build starts afresh")
 
 
+# --- 8. Font Awesome: the icons the book shows ----------------------------------------------------
+
+FONTAWESOME = Path("_static") / "scripts" / "fontawesome.js"
+ICON_NAME = re.compile(r"\bfa-([a-z0-9-]+)")
+# an icon of a pack: name: [width, height, [aliases...], "unicode", path or [paths]]
+ICON_ENTRY = re.compile(r'(?:"([^"]+)"|([A-Za-z_$][\w$]*)|(\d+)):\[\d+,\d+,\[([^\]]*)\],"[0-9a-f]+",')
+
+
+def _object_end(text: str, start: int) -> int:
+    """The index just past the object literal opening at ``start`` (strings hold no quotes here)."""
+    depth, i, in_string = 0, start, False
+    while True:
+        ch = text[i]
+        if in_string:
+            in_string = ch != '"'
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+
+
+def _entries(body: str) -> list[tuple[str, set[str], str]]:
+    """The icons of a pack's object literal: (name, names it answers to, its source text)."""
+    out, i = [], 1
+    while i < len(body) - 1:
+        m = ICON_ENTRY.match(body, i)
+        if m is None:
+            raise ValueError(f"unexpected Font Awesome pack at {body[i:i + 60]!r}")
+        name = m.group(1) or m.group(2) or m.group(3)
+        aliases = {a.strip('"') for a in m.group(4).split(",") if a.startswith('"')}
+        end = _object_end(body, m.end() - len(m.group(0)) + m.group(0).index("["))
+        out.append((name, {name, *aliases}, body[i:end]))
+        i = end + 1  # the comma between entries
+    return out
+
+
+def subset_fontawesome(script: str, wanted: set[str]) -> str:
+    """``script`` with each icon pack (``var p={...}``) holding only the icons named in ``wanted``."""
+    out, pos = [], 0
+    for m in re.finditer(r"var p=\{", script):
+        start = m.end() - 1
+        end = _object_end(script, start)
+        kept = [text for name, names, text in _entries(script[start:end]) if names & wanted]
+        out.append(script[pos:start] + "{" + ",".join(kept) + "}")
+        pos = end
+    if not out:
+        raise ValueError("no icon pack found in fontawesome.js")
+    return "".join(out) + script[pos:]
+
+
+def trim_fontawesome(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    target = out / FONTAWESOME
+    if not target.is_file():
+        return
+    original = target.with_suffix(".full.js")
+    if not original.is_file():  # the theme's file, kept once (a rebuild does not rewrite it)
+        original.write_bytes(target.read_bytes())
+    wanted: set[str] = set()
+    for page in out.rglob("*.html"):
+        wanted |= set(ICON_NAME.findall(page.read_text(errors="replace")))
+    for script in (out / "_static").rglob("*.js"):
+        if script.name.endswith((".full.js", "fontawesome.js")) or "vendor" in script.parts:
+            continue
+        wanted |= set(ICON_NAME.findall(script.read_text(errors="replace")))
+    target.write_text(subset_fontawesome(original.read_text(), wanted))
+
+
 def setup(app):
     app.add_config_value("attention_profiled_space_url", "", "html")
     app.add_config_value("attention_profiled_execution_inputs",
@@ -249,5 +330,6 @@ def setup(app):
     app.connect("html-page-context", add_space_button, priority=600)
     app.connect("html-page-context", dedupe_assets, priority=999)
     app.connect("build-finished", write_vendored_files)
+    app.connect("build-finished", trim_fontawesome)
     app.connect("build-finished", forget_failed_build)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
