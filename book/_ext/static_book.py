@@ -305,14 +305,15 @@ def trim_fontawesome(app, exception) -> None:
     target = out / FONTAWESOME
     if not target.is_file():
         return
-    original = target.with_suffix(".full.js")
-    if not original.is_file():  # the theme's file, kept once (a rebuild does not rewrite it)
-        original.write_bytes(target.read_bytes())
+    # the theme's file, kept beside the output (not in it): a rebuild may find the subset in place
+    original = out.parent / "fontawesome.full.js"
+    if "svg-inline--fa" in target.read_text(errors="replace") and len(target.read_bytes()) > 500_000:
+        original.write_bytes(target.read_bytes())  # the theme's own, freshly copied by this build
     wanted: set[str] = set()
     for page in out.rglob("*.html"):
         wanted |= set(ICON_NAME.findall(page.read_text(errors="replace")))
     for script in (out / "_static").rglob("*.js"):
-        if script.name.endswith((".full.js", "fontawesome.js")) or "vendor" in script.parts:
+        if script.name == "fontawesome.js" or "vendor" in script.parts:
             continue
         wanted |= set(ICON_NAME.findall(script.read_text(errors="replace")))
     target.write_text(subset_fontawesome(original.read_text(), wanted))
