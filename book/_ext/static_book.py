@@ -36,6 +36,11 @@ Seven small jobs, each of which a default Jupyter Book 1.x build gets wrong here
    the build its icon packs are cut down to the icons the built pages and the theme's scripts
    name (``fa-<name>``, aliases included); the library code around them is kept as it is, so the
    icons are drawn exactly as before. tests/test_browser.py checks that every icon is drawn.
+9. The questions' script and stylesheet, once. Each guess-first question is a self-contained
+   output (helpers/views/guess.py inlines ``js/guess.js`` and ``js/guess.css``, so it works in
+   JupyterLab and Colab too); a chapter of six questions carried six copies. In the built pages
+   each copy becomes a reference to one file under ``_static/`` (identical bytes, checked), which
+   a reader's browser loads once for the whole book.
 7. A failed build stays failed. With ``-W --keep-going`` Sphinx saves its environment even when
    warnings failed the build, so the next build found nothing to re-read and succeeded, pages
    still broken. After a build with warnings the saved environment is deleted (as Sphinx does
@@ -319,6 +324,30 @@ def trim_fontawesome(app, exception) -> None:
     target.write_text(subset_fontawesome(original.read_text(), wanted))
 
 
+# --- 9. the questions' assets, shared ---------------------------------------------------------------
+
+GUESS_ASSETS = Path(__file__).resolve().parents[2] / "helpers" / "views" / "js"
+GUESS_STATIC = "attention_profiled_guess"  # _static/attention_profiled_guess.{js,css}
+
+
+def share_guess_assets(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    script, style = (GUESS_ASSETS / "guess.js").read_text(), (GUESS_ASSETS / "guess.css").read_text()
+    inline_script, inline_style = f"<script>{script}</script>", f"<style>{style}</style>"
+    (out / "_static" / f"{GUESS_STATIC}.js").write_text(script)
+    (out / "_static" / f"{GUESS_STATIC}.css").write_text(style)
+    for page in out.rglob("*.html"):
+        text = page.read_text()
+        if inline_script not in text and inline_style not in text:
+            continue
+        static = os.path.relpath(out / "_static", page.parent).replace(os.sep, "/")
+        text = (text.replace(inline_script, f'<script src="{static}/{GUESS_STATIC}.js"></script>')
+                    .replace(inline_style, f'<link rel="stylesheet" href="{static}/{GUESS_STATIC}.css">'))
+        page.write_text(text)
+
+
 def setup(app):
     app.add_config_value("attention_profiled_space_url", "", "html")
     app.add_config_value("attention_profiled_execution_inputs",
@@ -331,6 +360,7 @@ def setup(app):
     app.connect("html-page-context", add_space_button, priority=600)
     app.connect("html-page-context", dedupe_assets, priority=999)
     app.connect("build-finished", write_vendored_files)
+    app.connect("build-finished", share_guess_assets)
     app.connect("build-finished", trim_fontawesome)
     app.connect("build-finished", forget_failed_build)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
