@@ -388,6 +388,8 @@ class Anchored:
         if "text/html" in data:
             data = {**data, "text/html": f'<div id="{html.escape(self.anchor)}" class="apq-anchor">'
                                          f'{data["text/html"]}</div>'}
+        # a plain form of its own (else IPython writes this object's address, different each run)
+        data.setdefault("text/plain", f"{type(self.obj).__name__} (#{self.anchor})")
         return data
 
 
