@@ -25,9 +25,11 @@ This module is the top: it names what a notebook uses. The page modules load on 
 from __future__ import annotations
 
 import importlib
+import types
 
 from .sources.anytrace import load_trace
-from .sources.modes import MODES, cuda_available, profile_stage, profile_stages, resolve_mode
+from .sources.modes import (MODES, Decision, closing_stages, cuda_available, decide, profile_stage, profile_stages,
+                            resolve_mode)
 from .core.profile import Profile, Provenance, TraceError
 from .sources.replay import recorded_shapes
 from .core.stages import (ARTICLE_STAGES, DEFAULT_SHAPE, STAGES, Shape, Stage, StageUnavailable,
@@ -59,9 +61,83 @@ MODULES = {
 FUNCTIONS = {"profile_code": "helpers.sources.own_code", "use_book_style": "helpers.views.style"}
 
 
+def sweep(stages, shapes, mode: str = "auto"):
+    """Profile every stage at every shape (live, or the recordings), with a progress bar; one
+    summary row per pair (`widgets.sweep`, handed profile_stage)."""
+    from .views import widgets
+    return widgets.sweep(stages, shapes, lambda stage, shape: profile_stage(stage, shape, mode, quiet=True),
+                         live=resolve_mode(mode) == "live")
+
+
+def shape_explorer(stages):
+    """Pick a shape and profile the stages again: live, any shape; in replay, the shapes recorded
+    for every one of them (`widgets.shape_explorer`, handed profile_stage and those shapes)."""
+    from .views import widgets
+    recorded = None
+    if resolve_mode() != "live":
+        recorded = sorted(set.intersection(*(set(recorded_shapes(s)) for s in stages)),
+                          key=lambda s: (s.head_dim, s.seq))
+    return widgets.shape_explorer(stages, lambda stage, shape: profile_stage(stage, shape, quiet=True), recorded)
+
+
+def profile_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto"):
+    """The hub_flash page's trace (hub_flash live if `kernels` loads it, else its replay, else
+    sdpa_flash's, labelled), as `hub.HubFlash`."""
+    from .chapters.hub_flash import HubFlash
+    from .sources.hub import fetch_hub_flash
+    prof, line, stand_in = fetch_hub_flash(shape, mode)
+    return HubFlash(prof, line, stand_in)
+
+
+def _quiet_profile(stage: str, shape: Shape, mode: str = "auto") -> Profile:
+    return profile_stage(stage, shape, mode, quiet=True)
+
+
+def _bound() -> dict[str, dict]:
+    """What a chapter's namespace fetches, bound here: the chapter module takes its acquisition as
+    an argument and never imports sources; `helpers.flex.gap_sweep(...)` is handed profile_stage."""
+    import functools
+
+    from .chapters import counters, flex, occupancy_lessons, roofline
+    from .sources import ceilings, modes, smem_cliff
+
+    def capture(stage, shape):
+        from .sources.capture import capture_cached
+        return capture_cached(stage, shape, independent_timer=True)
+    from .sources import counters as collecting
+    return {
+        "counters": {"collect": collecting.collect, "cache_dir": collecting.cache_dir,
+                     "hbm_measured": functools.partial(counters.hbm_measured, fetch=_quiet_profile)},
+        "roofline": {"load_ceilings": functools.partial(roofline.load_ceilings, fetch_live=ceilings.fetch_live,
+                                                        recorded=ceilings.load),
+                     "timings": functools.partial(roofline.timings, capture=capture)},
+        "flex": {"gap_sweep": functools.partial(flex.gap_sweep, fetch=_quiet_profile)},
+        "occupancy_lessons": {"load_stages": functools.partial(modes.load_stages, occupancy_lessons.STAGES),
+                              "smem_cliff_events": smem_cliff.fetch_smem_cliff},
+    }
+
+
+class _Namespace(types.ModuleType):
+    """A chapter's module with its acquisition bound (see _bound): every other name is the module's."""
+
+    def __init__(self, module: types.ModuleType, bound: dict):
+        super().__init__(module.__name__, module.__doc__)
+        self.__dict__.update(bound)
+        self._module = module
+
+    def __getattr__(self, name: str):
+        return getattr(self._module, name)
+
+    def __dir__(self):
+        return sorted(set(dir(self._module)) | set(self.__dict__))
+
+
 def __getattr__(name: str):
     if name in MODULES:
         module = importlib.import_module(MODULES[name])
+        bound = _bound().get(name) if name in ("counters", "flex", "occupancy_lessons", "roofline") else None
+        if bound:
+            module = _Namespace(module, bound)
         globals()[name] = module
         return module
     if name in FUNCTIONS:
@@ -71,6 +147,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'helpers' has no attribute {name!r}")
 
 
-__all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Profile", "Provenance", "Shape", "Stage",
+__all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Decision", "Profile", "Provenance", "Shape", "Stage",
+           "closing_stages", "decide", "profile_hub_flash", "shape_explorer", "sweep",
            "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
            "profile_code", "profile_stage", "use_book_style", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]

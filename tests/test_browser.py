@@ -584,11 +584,11 @@ def test_a_long_kernel_name_is_one_hover_or_tap_away(visit):
 
 @pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["1400", "390"])
 def test_the_closing_table_teaches_a_lesson_per_stage(visit, size):
-    from helpers import tables
+    import helpers
     v = visit("notebooks/08_at_a_glance.html", "light", size)
     table = v.page.locator("table.ap-table").filter(has=v.page.locator("details.ap-expand")).first
     rows = table.locator("tbody tr")
-    stages = tables.closing_stages(mode="replay") if "Replaying" in body_text(v) else None
+    stages = helpers.closing_stages(mode="replay") if "Replaying" in body_text(v) else None
     if stages is not None:
         assert [rows.nth(i).locator("th").inner_text() for i in range(rows.count())] == stages
     for i in range(rows.count()):

@@ -17,7 +17,10 @@ from conftest import ROOT, raw_document
 from helpers import DEFAULT_SHAPE, Shape, profile_stage
 from helpers.chapters import occupancy_truth as truth
 from helpers.chapters.occupancy_lessons import STAGES as OCCUPANCY_STAGES
-from helpers.chapters import counters, roofline
+import helpers
+counters = helpers.counters   # collect bound to helpers.sources.counters, as a notebook has it
+
+roofline = helpers.roofline   # its ceilings and timings bound to sources, as a notebook has them
 from helpers.sources import ncu
 from test_ncu import NCU_DIR, PROVENANCE, base, number, raw
 
@@ -231,7 +234,7 @@ def test_roofline_chart_draws_each_stage_under_both_roofs(collected, roof):
 # ---------------------------------------------------------------------------------- fallbacks
 
 def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, capsys):
-    import helpers.chapters.counters as module
+    import helpers.sources.counters as module
     monkeypatch.setattr(ncu, "find_ncu", lambda: None)
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
@@ -242,7 +245,7 @@ def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, caps
 
 
 def test_counters_not_permitted_fall_back_to_the_recording(monkeypatch, capsys, tmp_path):
-    import helpers.chapters.counters as module
+    import helpers.sources.counters as module
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr(ncu, "unavailable_reason", lambda: None)
     monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/local/cuda/bin/ncu")
@@ -355,8 +358,8 @@ def page_exports(names: list[str]) -> tuple[str, str]:
 
 @pytest.fixture
 def fake_live(monkeypatch, tmp_path):
-    import helpers.chapters.counters as module
-    import helpers.sources.capture as capture
+    import helpers.sources.counters as module
+    import helpers.sources.provenance as provenance
     pages = []   # one entry per ncu process: the jobs it ran
 
     def run_page(jobs, out_dir, metrics, exe, on_done=None):
@@ -373,7 +376,9 @@ def fake_live(monkeypatch, tmp_path):
     monkeypatch.setattr(ncu, "version", lambda exe: PROVENANCE["ncu"])
     monkeypatch.setattr(ncu, "live_metrics", lambda exe, cache=None: list(ncu.BASE_METRICS))
     monkeypatch.setattr(ncu, "run_page", run_page)
-    monkeypatch.setattr(capture, "driver_version", lambda: PROVENANCE["driver"])
+    monkeypatch.setattr(provenance, "device_facts", lambda: {
+        "gpu": _Props.name, "capability": "9.0", "sm_count": _Props.multi_processor_count,
+        "driver": PROVENANCE["driver"], "torch": PROVENANCE["torch"], "cuda": "?", "cudnn": "?"})
     monkeypatch.setattr("torch.cuda.get_device_properties", lambda i: _Props())
     monkeypatch.setattr(module, "cache_dir", lambda gpu, torch_version: tmp_path / "cache")
     (tmp_path / "cache").mkdir()
@@ -431,7 +436,8 @@ def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(m
     recorded = ceilings.load()
     mine = recorded.copy()
     mine["value"] = mine["value"] / 4
-    monkeypatch.setattr(roofline, "resolve_mode", lambda mode="auto": "live")
+    import helpers.sources.modes as modes
+    monkeypatch.setattr(modes, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr(ceilings, "measure", lambda: mine)
     monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "NVIDIA L4")
     roof = roofline.load_ceilings(c, quiet=True)

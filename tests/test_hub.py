@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from conftest import ROOT
 
+import helpers
 from helpers import StageUnavailable, get_stage
 from helpers.chapters import hub_flash as page
 from helpers.core import hub_kernel as hub
@@ -227,8 +228,9 @@ def test_without_a_hub_flash_trace_the_page_shows_sdpa_flash_labelled_as_such(mo
     real = replay.trace_path
     monkeypatch.setattr(replay, "trace_path", lambda stage, *a, **k: (
         real(stage, *a, **k).with_name("missing.json.gz") if stage == "hub_flash" else real(stage, *a, **k)))
-    monkeypatch.setattr(page, "status", lambda: "status line")
-    hf = page.profile_hub_flash(mode="replay")
+    from helpers.sources import hub as hub_source
+    monkeypatch.setattr(hub_source, "status", lambda: "status line")
+    hf = helpers.profile_hub_flash(mode="replay")
     assert hf.stand_in and hf.prof.stage == "sdpa_flash"
     assert "sdpa_flash's trace" in hf.note
     out = capsys.readouterr().out

@@ -4,6 +4,7 @@ import statistics
 
 import pytest
 
+import helpers
 from helpers import profile_stage, tables, claims
 from helpers.core.names import decode
 from helpers.views import guess
@@ -218,7 +219,7 @@ def test_the_closing_table_has_a_row_per_stage_and_its_lesson(profiles):
 
 def test_the_closing_table_covers_every_recorded_stage():
     import helpers
-    stages = tables.closing_stages(mode="replay")
+    stages = helpers.closing_stages(mode="replay")
     # the replay set's files at the default shape, read from the folder itself
     key = helpers.DEFAULT_SHAPE.key
     recorded = {p.name.split("__")[0] for p in TRACES if p.parent.name == "h200" and p.name.endswith(f"__{key}.json.gz")}

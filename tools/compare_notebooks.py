@@ -33,7 +33,18 @@ def outputs(path: Path) -> list[str]:
         if cell["cell_type"] != "code":
             continue
         parts = []
+        merged = []
         for out in cell.get("outputs", []):
+            # one stream written in two flushes is the same output
+            if merged and out.get("output_type") == "stream" and merged[-1].get("output_type") == "stream" \
+                    and merged[-1].get("name") == out.get("name"):
+                text = lambda o: o["text"] if isinstance(o["text"], str) else "".join(o["text"])  # noqa: E731
+                merged[-1] = {**merged[-1], "text": text(merged[-1]) + text(out)}
+            else:
+                merged.append(dict(out))
+        for out in merged:
+            if out.get("output_type") == "stream" and not isinstance(out.get("text"), str):
+                out["text"] = "".join(out["text"])
             out = {k: v for k, v in out.items() if k not in ("execution_count",)}
             data = out.get("data")
             if SHOWN_ONLY and isinstance(data, dict) and len(data) > 1:

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from helpers.sources import ncu  # noqa: E402
-from helpers.sources.capture import driver_version  # noqa: E402
+from helpers.sources.provenance import device_facts, now  # noqa: E402
 from helpers.core import config  # noqa: E402
 from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape  # noqa: E402
 
@@ -88,11 +88,10 @@ def main(argv=None) -> int:
                      "seconds": round(time.perf_counter() - started, 1)})
         print(f"{name:58s} {rows:3d} kernels  {done[-1]['report_kb']:8.1f} KB  {done[-1]['seconds']:6.1f} s", flush=True)
 
-    props = torch.cuda.get_device_properties(0)
+    facts = device_facts()
     provenance = {
-        "gpu": props.name, "capability": f"{props.major}.{props.minor}", "sm_count": props.multi_processor_count,
-        "driver": driver_version(), "ncu": ncu.version(exe), "torch": torch.__version__, "cuda": str(torch.version.cuda),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        **{k: facts[k] for k in ("gpu", "capability", "sm_count", "driver")}, "ncu": ncu.version(exe),
+        "torch": facts["torch"], "cuda": facts["cuda"], "date": now(),
         "command": "python tools/record_ncu.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "ncu_command": shlex.join([exe, "--profile-from-start", "off", "--clock-control", "none", "--metrics",
                                    "<metrics>", "-o", "<name>", *ncu.target("profile_one_forward('<stage>', '<shape>')")]),

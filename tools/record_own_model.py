@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # run as a file: the repository root first on sys.path, so `helpers` is this checkout's
 sys.path.insert(0, str(ROOT))
 
-from helpers.sources.capture import driver_version  # noqa: E402
+from helpers.sources.provenance import device_facts, now  # noqa: E402
 from helpers.sources.own_model import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, make_step  # noqa: E402
 from helpers.core import config  # noqa: E402
 
@@ -76,12 +76,8 @@ def record_without_steps(torch, path: Path) -> Path:
             torch.cuda.synchronize()
         p.export_chrome_trace(str(out))
         document = json.loads(out.read_text())
-    props = torch.cuda.get_device_properties(0)
     document["provenance"] = {
-        "name": name, "annotation": name, "gpu": props.name, "capability": f"{props.major}.{props.minor}",
-        "sm_count": props.multi_processor_count, "driver": driver_version(), "torch": torch.__version__,
-        "cuda": str(torch.version.cuda), "cudnn": str(torch.backends.cudnn.version()),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "command": COMMAND,
+        "name": name, "annotation": name, **device_facts(), "date": now(), "command": COMMAND,
         "code": "encoder_forward under a plain `with profile():` around one call: no schedule, no ProfilerStep# rows"}
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt", encoding="utf-8") as f:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 import pandas as pd
-import torch
 
 from ..core.profile import Profile
 from ..core.article import A100_MATH_OVER_NAIVE, A100_REFERENCE
@@ -26,7 +25,7 @@ def _ops(prof: Profile) -> set[str]:
 def scores_bytes(prof: Profile) -> int:
     """Bytes of one [batch, heads, seq, seq] score matrix in the stage's dtype."""
     s = prof.shape
-    return s.batch * s.heads * s.seq * s.seq * torch.empty((), dtype=s.torch_dtype).element_size()
+    return s.batch * s.heads * s.seq * s.seq * s.element_size
 
 
 def hidden_memcpy(prof: Profile) -> Verdict:
@@ -128,6 +127,7 @@ def safe_softmax(prof: Profile) -> Verdict:
 
 def fully_masked_row() -> pd.DataFrame:
     """Why _safe_softmax exists: a row with every key masked. Computed now, on this machine."""
+    import torch
     row = torch.full((1, 4), float("-inf"))
     return pd.DataFrame({"torch.softmax": torch.softmax(row, -1)[0].tolist(),
                          "torch._safe_softmax": torch._safe_softmax(row, -1)[0].tolist()},
@@ -156,7 +156,7 @@ def hbm_traffic(profiles: Profiles) -> pd.DataFrame:
     for name, prof in profiles.items():
         e = _events(prof)
         s = prof.shape
-        elt = torch.empty((), dtype=s.torch_dtype).element_size()
+        elt = s.element_size
         qkvo = 4 * s.batch * s.heads * s.seq * s.head_dim * elt
         gemms = list(e.index[e["kind"] == "gemm"])
         if len(gemms) >= 2:

@@ -1,27 +1,23 @@
-"""Nsight Compute's counters, as the pages read them: collected live (ncu in a subprocess, with a
-progress bar) where ncu runs and the GPU permits counters, else replayed from the recordings of
+"""Nsight Compute's counters, as the pages read them: collected live (by helpers.sources.counters:
+one ncu process per page, with a progress bar) where ncu runs and the GPU permits counters, else replayed from the recordings of
 the replay set, with the reason; the work they count turned into FLOPs by two calibration
 matmuls; and the DRAM bytes each forward moved, beside the bytes derived from the shape.
 
-    from helpers.chapters import counters
+    from helpers import counters                     # collect bound to helpers.sources.counters
     c = counters.collect(["naive", "sdpa_flash"])     # prints where the counters come from
     c.stage("sdpa_flash")                             # one row per kernel (helpers.sources.ncu.kernels)
     counters.hbm_measured(c, profiles)                # measured and modelled bytes per forward
 """
 from __future__ import annotations
 
-import os
 import re
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import pandas as pd
 
-from ..sources import ncu
-from ..sources.modes import resolve_mode
-from ..core.profile import Profile, TraceError
+from ..core import ncu_tables as ncu
+from ..core.counters import Counters, calibrations as _calibrations  # noqa: F401  (Counters: the chapter's type)
+from ..core.profile import Profile
 from ..core import config
 from ..core.stages import DEFAULT_SHAPE, Shape, get_stage
 from .claims import hbm_traffic
@@ -33,164 +29,6 @@ COPIES = "copies MB (trace)"   # memcpy and memset: no kernel, so no ncu row; th
 # pipe's ops of every instruction (HMMA and Hopper's HGMMA alike) by source type, and FFMA
 TENSOR_TOTAL = re.compile(r"^sm__ops_path_tensor_src_(?P<src>[a-z0-9]+)(_dst_(?P<dst>[a-z0-9]+))?\.sum$")
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
-
-
-@dataclass
-class Counters:
-    """The counters of one forward of each (stage, shape), all live or all recorded."""
-
-    mode: str                                    # "live" or "replay"
-    gpu: str                                     # the GPU they were read on
-    provenance: dict
-    kernels: dict[tuple[str, str], pd.DataFrame]  # (stage, shape key) -> ncu.kernels()
-    calibration: dict[str, pd.DataFrame]         # calibration name -> ncu.kernels()
-    reason: str = ""                             # why replay, when it is
-    notes: list[str] = field(default_factory=list)
-    default_shape: Shape = DEFAULT_SHAPE
-
-    def stage(self, stage: str, shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame:
-        try:
-            return self.kernels[(stage, shape.key)]
-        except KeyError:
-            raise TraceError(f"No counters of {stage} at {shape.key} were collected; pass it to "
-                             f"counters.collect().") from None
-
-    @property
-    def stages(self) -> list[str]:
-        return list(dict.fromkeys(s for s, _ in self.kernels))
-
-    def banner(self) -> str:
-        p = self.provenance
-        if self.mode == "live":
-            return (f"Measured live with {ncu.short_version(p.get('ncu'))} on {self.gpu}: "
-                    f"{len(self.kernels)} forwards, one ncu process for the page.")
-        return (f"Replaying Nsight Compute's counters recorded on {p.get('gpu', self.gpu)} "
-                f"(sm {p.get('capability', '?')}, {p.get('sm_count', '?')} SMs) on {p.get('date', '?')[:10]} "
-                f"with {ncu.short_version(p.get('ncu'))} and torch {p.get('torch', '?')}.\nNot live here: {self.reason}.")
-
-
-# ----------------------------------------------------------------------------------- collecting
-
-def _calibrations(prov: dict) -> list[dict]:
-    return list(prov.get("calibration", []))
-
-
-def _replay(jobs: list[tuple[str, Shape]], gpu: str, reason: str) -> Counters:
-    prov = ncu.provenance(gpu)
-    kernels = {(s, sh.key): ncu.load(s, sh, gpu) for s, sh in jobs}
-    calibration = {}
-    for c in _calibrations(prov):
-        table = ncu.recording_dir(gpu) / f"{c['name']}.csv"
-        try:
-            calibration[c["name"]] = ncu.kernels(ncu.read_csv(table))
-        except (TraceError, ValueError, KeyError) as err:
-            raise TraceError(f"The calibration matmul {table} is missing or corrupt ({err}). Restore it "
-                             f"with `git checkout -- {table}`, or record it on a GPU with ncu: "
-                             f"`{ncu.record_command()}`.") from err
-    return Counters("replay", prov.get("gpu", gpu), prov, kernels, calibration, reason)
-
-
-def _progress(total: int):
-    """An ipywidgets progress bar, shown only live (the static book has nothing to wait for)."""
-    import ipywidgets as w
-    from IPython.display import display
-    bar = w.IntProgress(min=0, max=total, description="ncu")
-    label = w.HTML()
-    display(w.HBox([bar, label]))
-    return bar, label
-
-
-def cache_dir(gpu: str, torch_version: str) -> Path:
-    """Where live measurements of this GPU and torch are kept, so that the next page (or the next
-    run) reuses them instead of running ncu again: the session's one cache (config.cache_dir)."""
-    return config.cache_dir(gpu, torch_version)
-
-
-def _cached(name: str, out: Path) -> pd.DataFrame | None:
-    """The kernels of one live recording, if this machine made it already (this session's cache)."""
-    table = out / f"{name}.csv"
-    if table.exists():
-        try:
-            result = ncu.kernels(ncu.read_csv(table))
-            report = out / f"{name}.ncu-rep"
-            result.attrs |= {"csv": table, "report": report if report.exists() else None, "name": name}
-            return result
-        except (TraceError, ValueError, KeyError):
-            pass   # a broken cache entry is measured again
-    return None
-
-
-def _live(stage_jobs: list[tuple[str, Shape]], gpu: str | None) -> Counters:
-    import torch
-
-    from ..sources.capture import driver_version
-    props = torch.cuda.get_device_properties(0)
-    out = cache_dir(props.name, torch.__version__)
-    recorded = ncu.provenance(gpu) if (ncu.recording_dir(gpu) / "provenance.json").exists() else {}
-    calibrations = _calibrations(recorded) or [
-        {"name": ncu.calibration_name(d, m, n, k), "dtype": d, "m": m, "n": n, "k": k, "flops": 2 * m * n * k}
-        for d, m, n, k in (("bfloat16", 4096, 4096, 4096), ("float32", 2048, 2048, 2048))]
-    jobs = [ncu.calibration_job(c["dtype"], c["m"], c["n"], c["k"]) for c in calibrations] + \
-        [ncu.stage_job(stage, shape) for stage, shape in stage_jobs]
-    found = {j["name"]: _cached(j["name"], out) for j in jobs}
-    missing = [j for j in jobs if found[j["name"]] is None]
-    reused = len(jobs) - len(missing)
-    if missing:
-        # every forward this page still needs, in ONE profiled process (ncu's report split by
-        # NVTX range), with a progress bar that moves as each finishes
-        bar, label = _progress(len(jobs))
-        bar.value = reused
-        label.value = f"<small>{len(missing)} forwards under one ncu process</small>"
-
-        def done(name: str) -> None:
-            bar.value += 1
-            label.value = f"<small>{name}</small>"
-        try:
-            found |= ncu.measure_jobs(missing, out, on_done=done)
-        except ncu.CountersUnavailable:
-            raise
-        except RuntimeError as err:
-            # one GPU per page: a stage that can't run here sends every stage to the recording
-            raise ncu.CountersUnavailable(f"the page's forwards did not run under ncu on {props.name} "
-                                          f"({str(err)[:300]})") from err
-        bar.description, label.value = "done", f"<small>reports in {out}</small>"
-    calibration = {c["name"]: found[c["name"]] for c in calibrations}
-    kernels = {(stage, shape.key): found[ncu.recording_name(stage, shape)] for stage, shape in stage_jobs}
-    prov = {"gpu": props.name, "capability": f"{props.major}.{props.minor}",
-            "sm_count": props.multi_processor_count, "driver": driver_version(),
-            "ncu": ncu.version(ncu.find_ncu()), "torch": torch.__version__, "folder": str(out),
-            "calibration": calibrations}
-    notes = [f"{reused} of the {len(jobs)} recordings were this machine's from an earlier run or page, in {out}"] if reused else []
-    return Counters("live", props.name, prov, kernels, calibration, notes=notes)
-
-
-def collect(stages: Sequence[str], sweep: Sequence[Shape] = (), sweep_stages: Sequence[str] | None = None,
-            mode: str = "auto", gpu: str | None = None, quiet: bool = False) -> Counters:
-    """The counters of one forward of every stage at the article's shape, of `sweep_stages`
-    (default: all of them) at each shape of `sweep` too, and of the calibration matmuls.
-
-    Live where CUDA is present, ncu is found and the GPU permits counters (ncu runs in a
-    single process for the page, with a progress bar; what an earlier page of
-    this session measured is reused from the cache); else the recordings of the replay set, and the
-    banner says why. In "auto" mode a live failure for want of counters falls back to replay."""
-    jobs = [(s, DEFAULT_SHAPE) for s in stages]
-    jobs += [(s, sh) for sh in sweep for s in (sweep_stages or stages) if sh != DEFAULT_SHAPE]
-    forced = mode == "replay" or (mode == "auto" and config.mode_setting() == "replay")
-    mode = "replay" if forced else resolve_mode(mode)
-    reason = "the recording was asked for (mode='replay')" if forced else ncu.unavailable_reason()
-    result = None
-    if mode == "live" and reason is None:
-        try:
-            result = _live(jobs, gpu)
-        except ncu.CountersUnavailable as err:
-            reason = str(err)
-    if result is None:
-        result = _replay(jobs, gpu, reason or "the recording was asked for")
-    if not quiet:
-        print(result.banner())
-        for note in result.notes:
-            print(f"  {note}")
-    return result
 
 
 # ------------------------------------------------------------------------------------------ work
@@ -291,7 +129,7 @@ def provenance_table(c: Counters) -> pd.DataFrame:
              "torch": p.get("torch"), "CUDA": p.get("cuda"), "date": p.get("date"),
              "command": p.get("command"), "ncu command": p.get("ncu_command"),
              "export command": p.get("export_command"), "metrics": len(p.get("metrics", [])) or None,
-             "folder": p.get("folder") or ncu.shown(ncu.recording_dir())}
+             "folder": p.get("folder") or ncu.shown(config.recording_dir("ncu"))}
     return pd.DataFrame({"value": {k: v for k, v in facts.items() if v not in (None, "")}}).rename_axis("")
 
 
@@ -323,19 +161,22 @@ def copy_bytes(prof: Profile) -> int:
 
 
 def hbm_measured(c: Counters, profiles: Mapping[str, Profile] | None = None,
-                 shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame:
+                 shape: Shape = DEFAULT_SHAPE, *, fetch=None) -> pd.DataFrame:
     """The measured DRAM bytes per forward beside the bytes derived from the shape (`claims.
     hbm_traffic`'s model: score passes between the matmuls, plus q, k, v and the output).
 
     ncu measures kernels; a forward's memcpy and memset move bytes outside any kernel, so their
     bytes come from the trace (the event's size) and are added to make the forward's total. A
-    stage missing from `profiles` is loaded from the GPU the counters come from."""
-    from ..sources.modes import profile_stage
+    stage missing from `profiles` is loaded from the GPU the counters come from with
+    `fetch(stage, shape, mode)` (helpers.counters.hbm_measured is handed profile_stage)."""
     profiles = dict(profiles or {})
     measured = dram_bytes(c, shape).set_index("stage")
     for stage in measured.index:
         if stage not in profiles or profiles[stage].shape != shape:
-            profiles[stage] = profile_stage(stage, shape, mode="auto" if c.mode == "live" else "replay", quiet=True)
+            if fetch is None:
+                raise ValueError(f"hbm_measured needs the profile of {stage} at {shape.key}: pass it in "
+                                 f"`profiles`, or call helpers.counters.hbm_measured, which fetches it")
+            profiles[stage] = fetch(stage, shape, "auto" if c.mode == "live" else "replay")
     measured[COPIES] = [copy_bytes(profiles[s]) / MB for s in measured.index]
     measured["forward MB"] = measured["measured MB"] + measured[COPIES]
     model = hbm_traffic({s: profiles[s] for s in measured.index})

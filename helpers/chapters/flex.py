@@ -18,7 +18,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..core import inductor
-from ..sources.modes import profile_stage
 from ..core.names import decode
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, SLIDING_WINDOW, Shape, get_stage
@@ -197,10 +196,11 @@ def cpu_share(prof: Profile) -> pd.DataFrame:
 
 def gap_sweep(stages: tuple[str, ...] = ("sdpa_flash", "flex", "flex_sliding"), seqs: tuple[int, ...] = SWEEP_SEQS,
               mode: str = "auto", known: dict[str, Profile] | None = None,
-              keep: dict | None = None) -> pd.DataFrame:
+              keep: dict | None = None, *, fetch) -> pd.DataFrame:
     """GPU time and time per call at each seq (head_dim 64), one row per stage and seq; a profile
     in `known` at its own shape is used as it is (live, each capture compiles afresh). `keep`,
-    if given, receives every profile as {(stage, seq): Profile}."""
+    if given, receives every profile as {(stage, seq): Profile}. `fetch(stage, shape, mode)` profiles
+    one (helpers.flex.gap_sweep hands it profile_stage)."""
     known = known or {}
     rows = []
     for seq in seqs:
@@ -208,7 +208,7 @@ def gap_sweep(stages: tuple[str, ...] = ("sdpa_flash", "flex", "flex_sliding"), 
         for stage in stages:
             prof = known.get(stage)
             if prof is None or prof.shape != shape:
-                prof = profile_stage(stage, shape, mode, quiet=True)
+                prof = fetch(stage, shape, mode)
             if keep is not None:
                 keep[(stage, seq)] = prof
             s = prof.summary()

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..core import trace
-from ..core.hub_kernel import STAGE, loaded_from, status
-from ..sources.modes import profile_stage
+from ..core.hub_kernel import STAGE, loaded_from
 from ..core.profile import TraceError
 from ..core.stages import DEFAULT_SHAPE, Shape
 from ..views.verdicts import Verdict, table
@@ -48,21 +47,6 @@ def summary_markdown(hub, others: dict):
     return Markdown(f"One forward of **{hub.stage}**: {int(h['gpu_events'])} GPU event, "
                     f"{h['gpu_time_us']:.1f} µs on the GPU and {h['cpu_time_us']:.1f} µs of CPU inside "
                     f"`attn_fwd`. The SDPA backends, profiled the same way: {'; '.join(parts)}.")
-
-
-def profile_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> HubFlash:
-    """hub_flash live if `kernels` can load it here, else its replay, else sdpa_flash's, labelled.
-
-    Prints the loading status first, on every machine (a CPU one too), so a reader sees the
-    Hub's real answer before the replay banner."""
-    line = status()
-    print(line)
-    try:
-        prof = profile_stage(STAGE, shape, mode)
-        return HubFlash(prof, line)
-    except TraceError as err:
-        print(f"{err} Showing sdpa_flash's trace instead, labelled as sdpa_flash.")
-        return HubFlash(profile_stage("sdpa_flash", shape, mode), line, stand_in=True)
 
 
 # --- comparing the two binaries -----------------------------------------------------------------

@@ -13,26 +13,19 @@ stage traces and helpers.occupancy, never typed in. The notebook only calls thes
 """
 from __future__ import annotations
 
-import gzip
-import json
 import math
-from pathlib import Path
 
 import pandas as pd
 
 from ..views.prose import glue
-from ..sources.modes import profile_stage, resolve_mode
-from ..core.profile import Profile, TraceError
-from ..core.stages import ARTICLE_STAGES, StageUnavailable
+from ..core.profile import Profile
+from ..core.stages import ARTICLE_STAGES
 from ..occupancy.calculator import UNLIMITED, Occupancy, kineto_estimated_occupancy_pct, occupancy
 from ..occupancy.charts import limiter_label, spec_of
 from ..occupancy.drawing import draw_result, to_image
 from ..occupancy.gpus import KiB, GPUSpec, gpu_spec
 
-from ..core import config as settings
-from ..core.config import ROOT
 
-SMEM_CLIFF = "smem_cliff"   # the experiment's recording, under <gpu>/experiments/
 # the stages whose kernels this page reads, in the book's order
 STAGES = (*ARTICLE_STAGES, "sdpa_auto", "naive_compiled", "flex")
 # the article's reading of its cuDNN kernel on an A100, the only figures on this page that do not
@@ -61,29 +54,6 @@ def _glue_all(prefix: str, values: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------ loading
-
-def load_stages(stages=STAGES, mode: str = "auto") -> dict[str, Profile]:
-    """Each stage profiled live (on a GPU) or replayed; a stage this GPU cannot run is replayed
-    from the recording, and the one-line banner says which is which."""
-    profiles, notes = {}, []
-    for stage in stages:
-        try:
-            profiles[stage] = profile_stage(stage, mode=mode, quiet=True)
-        except StageUnavailable as err:
-            try:
-                profiles[stage] = profile_stage(stage, mode="replay", quiet=True)
-                notes.append(f"{stage} cannot run here ({err}); replaying its recording")
-            except TraceError:
-                notes.append(f"{stage} cannot run here and has no recording: left out")
-        except TraceError:
-            notes.append(f"{stage} has no recording: left out")
-    first = next(iter(profiles.values()))
-    how = "Replaying" if first.mode == "replay" else "Profiled live"
-    print(f"{how} {len(profiles)} stages: recorded on {first.provenance.description}.")
-    for note in notes:
-        print(f"  {note}")
-    return profiles
-
 
 def main_kernel(prof: Profile) -> pd.Series:
     """The stage's longest kernel of one forward (for sdpa_flash and sdpa_cudnn: the attention
@@ -455,50 +425,6 @@ def true_vs_cupti(table: pd.DataFrame) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------- the shared-memory cliff
-
-def _load_recording(path: Path | None = None) -> tuple[list[dict], dict]:
-    path = path or settings.recording_path("experiment", SMEM_CLIFF)
-    # the experiment's provenance is not a stage's, so not Profile.load: the raw document
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            document = json.load(f)
-        return document["traceEvents"], document["provenance"]
-    except (OSError, EOFError, ValueError, KeyError) as err:
-        raise TraceError(f"The recorded shared-memory experiment {path} is missing or corrupt "
-                         f"({type(err).__name__}: {err}); restore it with `git checkout -- "
-                         f"{path.relative_to(ROOT)}`, or run the experiment on a GPU with "
-                         f"`python tools/smem_cliff.py`.") from err
-
-
-def smem_cliff_events(mode: str = "auto") -> tuple[list[dict], dict, str]:
-    """The experiment's events, its provenance and a line saying where they come from: run live
-    on a GPU with CuPy, else (or if CuPy is missing) the recording."""
-    if resolve_mode(mode) == "live":
-        try:
-            import cupy  # noqa: F401
-        except ImportError:
-            events, prov = _load_recording()
-            return events, prov, (f"CuPy is not installed, so the experiment cannot run on this "
-                                  f"GPU (pip install cupy-cuda12x or cupy-cuda13x): showing the "
-                                  f"recording from {prov['gpu']} instead.")
-        import torch
-
-        from ..sources.smem_cliff import smem_cliff_events as run
-        try:
-            events = run()
-        except Exception as err:  # noqa: BLE001 - a failed experiment must not sink the page
-            events, prov = _load_recording()
-            return events, prov, (f"The experiment failed on this GPU ({type(err).__name__}: "
-                                  f"{err}): showing the recording from {prov['gpu']} instead.")
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        prov = {"gpu": torch.cuda.get_device_name(), "capability": f"{props.major}.{props.minor}",
-                "sm_count": props.multi_processor_count, "torch": torch.__version__}
-        return events, prov, f"Ran the experiment live on {prov['gpu']}."
-    events, prov = _load_recording()
-    return events, prov, (f"Replaying the experiment recorded on {prov['gpu']} (sm "
-                          f"{prov['capability']}, {prov['sm_count']} SMs) with torch "
-                          f"{prov['torch']}, CuPy {prov.get('cupy', '?')}.")
-
 
 def smem_cliff(events: list[dict], provenance: dict) -> pd.DataFrame:
     """One row per launch of the experiment: the range, the launch call, the kernel's values,

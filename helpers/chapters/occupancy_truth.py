@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
 from .counters import Counters
 from ..views.prose import glue
-from ..sources.modes import profile_stage
+from ..core.recordings import recorded_profile
 from ..core.profile import Profile, TraceError
 from ..core.stages import DEFAULT_SHAPE, Shape, get_stage
 from ..occupancy.calculator import occupancy
@@ -57,10 +57,10 @@ def _trace(stage: str, c: Counters, shape: Shape, profiles: Mapping[str, Profile
     if prof is not None and prof.provenance.gpu == c.gpu and prof.shape == shape:
         return prof
     try:
-        prof = profile_stage(stage, shape, mode="replay", quiet=True)
+        prof = recorded_profile(stage, shape)
     except TraceError:
         return None
-    return prof if prof.provenance.gpu == c.gpu else None
+    return prof if prof is not None and prof.provenance.gpu == c.gpu else None
 
 
 def _pair(trace_kernels: pd.DataFrame, counted: pd.DataFrame) -> list[int | None]:

@@ -22,10 +22,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..sources import ceilings as measured_ceilings
-from ..sources import ncu
-from ..sources.modes import resolve_mode
 from ..core.profile import Profile
+from ..core.recordings import recorded_ncu_shapes, recorded_profile
 from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, get_stage
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
 from .counters import Counters, flops_per_unit, kernel_flops
@@ -61,23 +59,23 @@ def _roof(table: pd.DataFrame, gpu: str, how: str) -> dict:
             "gpu": gpu, "mode": how, "table": table, "datasheet": DATASHEET.get(gpu), "live": None}
 
 
-def load_ceilings(c: Counters | None = None, mode: str = "auto", quiet: bool = False) -> dict:
+def load_ceilings(c: Counters | None = None, mode: str = "auto", quiet: bool = False, *, fetch_live, recorded) -> dict:
     """The roofs of the GPU the counters `c` come from: measured now where this process has a
     CUDA GPU, else the replay set's recording. Where the counters are replayed from another GPU
     than this one, the roofs are that GPU's recording (a point belongs under its own GPU's roof),
     and those measured live here ride along under "live", for the table.
 
     Returns {"matmul TFLOP/s", "copy TB/s", "ridge FLOP/B", "gpu", "mode", "table", "datasheet",
-    "live"}; the datasheet's figures for that GPU (or None) are labelled as the datasheet's."""
-    live = None
-    if resolve_mode(mode) == "live":
-        import torch
-        live = _roof(measured_ceilings.measure_cached(), torch.cuda.get_device_name(), "live")
+    "live"}; the datasheet's figures for that GPU (or None) are labelled as the datasheet's.
+    `fetch_live(mode)` gives (this GPU's ceilings, its name) or None, `recorded()` the replay set's:
+    helpers.roofline.load_ceilings is handed sources.ceilings' own."""
+    measured = fetch_live(mode)
+    live = None if measured is None else _roof(measured[0], measured[1], "live")
     if live is not None and (c is None or c.gpu == live["gpu"]):
         roof = live
         line = f"Measured the ceilings live on {live['gpu']} with triton.testing.do_bench."
     else:
-        table = measured_ceilings.load()
+        table = recorded()
         p = table.attrs.get("provenance", {})
         roof = _roof(table, p.get("gpu", "?"), "replay")
         roof["live"] = live
@@ -117,23 +115,23 @@ def roof_at(intensity, roof: dict) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------- points
 
-def timings(c: Counters, quiet: bool = False) -> pd.DataFrame:
+def timings(c: Counters, quiet: bool = False, *, capture=None) -> pd.DataFrame:
     """The profiler's GPU time and do_bench's median per forward, for every (stage, shape) whose
     counters `c` holds, on the GPU the counters come from: live (torch.profiler, then do_bench,
     with a progress bar) when the counters were measured live, else the replay set's traces
-    (recorded on that GPU). A (stage, shape) without a trace is left out."""
+    (recorded on that GPU). A (stage, shape) without a trace is left out. `capture(stage, shape)`
+    profiles one live (helpers.roofline.timings is handed the session-cached capture)."""
     jobs = [(stage, Shape.from_key(key)) for stage, key in c.kernels]
     rows = []
     if c.mode == "live":
         import ipywidgets as w
         from IPython.display import display
 
-        from ..sources.capture import capture_cached
         bar = w.IntProgress(min=0, max=len(jobs), description="do_bench")
         display(bar)
         for stage, shape in jobs:
             try:
-                prof = capture_cached(stage, shape, independent_timer=True)
+                prof = capture(stage, shape)
             except Exception as err:  # noqa: BLE001 - a stage this GPU can't run has no timing
                 if not quiet:
                     print(f"  {stage} at {shape.key}: not timed here ({type(err).__name__}: {str(err)[:160]})")
@@ -143,14 +141,13 @@ def timings(c: Counters, quiet: bool = False) -> pd.DataFrame:
             bar.value += 1
         bar.description = "done"
     else:
-        from ..sources.modes import profile_stage
         from ..core.profile import TraceError
         for stage, shape in jobs:
             try:
-                prof = profile_stage(stage, shape, mode="replay", quiet=True)
+                prof = recorded_profile(stage, shape)
             except TraceError:
                 continue
-            if prof.provenance.gpu == c.gpu:
+            if prof is not None and prof.provenance.gpu == c.gpu:
                 rows.append(_timing(prof))
         if not quiet and rows:
             print(f"Replaying the profiler's and do_bench's times of {len(rows)} forwards, recorded on "
@@ -421,7 +418,7 @@ def glue_roofline(pts: pd.DataFrame, roof: dict) -> dict:
 
 def sweep_shapes(stage: str = "sdpa_flash") -> list[Shape]:
     """The shapes whose counters were recorded for `stage` (the sweep), shortest sequence first."""
-    return ncu.recorded_shapes(stage)
+    return recorded_ncu_shapes(stage)
 
 
 def _direction(rows: pd.DataFrame) -> str:

@@ -212,11 +212,11 @@ class Profile:
             raise TraceError(f"No recorded trace at {path}. Record one on a GPU with "
                              f"`python tools/record.py`, or check out the replay set again.")
         try:
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                document = json.load(f)
+            from .tracefile import read_document
+            document = read_document(path, show_progress=False)
             provenance = Provenance(**(document["provenance"] | {"mode": mode}))
             events = document["traceEvents"]
-        except (OSError, EOFError, ValueError, KeyError, TypeError) as err:
+        except (TraceError, OSError, EOFError, ValueError, KeyError, TypeError) as err:
             raise TraceError(f"The recorded trace {path} is corrupt or not one of ours "
                              f"({type(err).__name__}: {err}). Restore it with "
                              f"`git checkout -- {path}` or record it again with "

@@ -8,13 +8,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import torch
-import torch.nn.functional as F
-
 from .errors import StageUnavailable
 from .palette import KIND_COLORS
 
-DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+# the input dtypes, by torch's name; torch itself is imported where a forward runs, so that
+# replay (and `import helpers`) never pays for importing it
+DTYPES = {"bfloat16": 2, "float16": 2, "float32": 4}   # name -> bytes per element
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,13 @@ class Shape:
             raise ValueError(f"Shape.dtype must be one of {sorted(DTYPES)}, got {self.dtype!r}")
 
     @property
-    def torch_dtype(self) -> torch.dtype:
+    def torch_dtype(self) -> "torch.dtype":
+        import torch
+        return getattr(torch, self.dtype)
+
+    @property
+    def element_size(self) -> int:
+        """Bytes per element of q, k, v (and of the scores, in the same dtype)."""
         return DTYPES[self.dtype]
 
     @property
@@ -75,6 +80,7 @@ class Requirement:
     max_head_dim: int | None = None
 
     def problem(self, shape: Shape, device: torch.device) -> str | None:
+        import torch
         if device.type != "cuda":
             return f"it needs a CUDA GPU ({self.summary}) and this process has none"
         if self.min_capability is not None:
@@ -127,6 +133,7 @@ class Stage:
 
     def make_inputs(self, shape: Shape = DEFAULT_SHAPE, device: str | torch.device = "cuda",
                     seed: int = 0) -> dict:
+        import torch
         device = torch.device(device)
         gen = torch.Generator(device=device).manual_seed(seed)
         size = (shape.batch, shape.heads, shape.seq, shape.head_dim)
@@ -153,6 +160,7 @@ class Stage:
 
     def check(self, shape: Shape, device: str | torch.device = "cuda") -> None:
         """Raise StageUnavailable, naming the cause and the way out, if the stage can't run."""
+        import torch
         problem = self.requirement.problem(shape, torch.device(device))
         if problem:
             raise StageUnavailable(
@@ -161,6 +169,7 @@ class Stage:
 
     def run(self, inputs: dict) -> torch.Tensor:
         """One forward, exactly as the profiler sees it."""
+        import torch
         # the backend is pinned outside attn_fwd, so its context manager is not counted as CPU time
         with self._backend(), torch.no_grad(), torch.profiler.record_function("attn_fwd"):
             try:
@@ -186,18 +195,21 @@ class Stage:
 # --- the forwards -----------------------------------------------------------------------------
 
 def naive_forward(x: dict) -> torch.Tensor:
+    import torch
     scores = (x["q"] @ x["k"].transpose(-2, -1)) * x["scale"]
     scores = scores.masked_fill(x["mask"], float("-inf"))
     return torch.softmax(scores, dim=-1) @ x["v"]
 
 
 def inplace_forward(x: dict) -> torch.Tensor:
+    import torch
     scores = (x["q"] @ x["k"].transpose(-2, -1)) * x["scale"]
     scores.masked_fill_(x["mask"], float("-inf"))
     return torch.softmax(scores, dim=-1) @ x["v"]
 
 
 def sdpa_forward(x: dict) -> torch.Tensor:
+    import torch.nn.functional as F
     return F.scaled_dot_product_attention(x["q"], x["k"], x["v"], is_causal=x["shape"].causal)
 
 
@@ -272,11 +284,13 @@ def _compiled_once(key: str, build: Callable[[], Callable]) -> Callable:
 
 def reset_compiled() -> None:
     """Forget every compiled callable and dynamo's caches: the next call compiles afresh."""
+    import torch
     _compiled.clear()
     torch._dynamo.reset()
 
 
 def compiled_naive_forward(x: dict) -> torch.Tensor:
+    import torch
     def core(q, k, v, mask, scale):
         scores = (q @ k.transpose(-2, -1)) * scale
         scores = scores.masked_fill(mask, float("-inf"))
@@ -286,6 +300,7 @@ def compiled_naive_forward(x: dict) -> torch.Tensor:
 
 
 def flex_forward(x: dict) -> torch.Tensor:
+    import torch
     from torch.nn.attention.flex_attention import flex_attention
     fn = _compiled_once("flex", lambda: torch.compile(flex_attention))
     return fn(x["q"], x["k"], x["v"], block_mask=x["block_mask"])

@@ -23,7 +23,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
-from ..sources.modes import profile_stage
 from ..core.profile import Profile, TraceError
 from ..core.stages import DEFAULT_SHAPE, STAGES
 from .calculator import LIMITERS, UNLIMITED, Occupancy, occupancy
@@ -100,15 +99,7 @@ def traced_kernels(profiles: Sequence[Profile] | None = None) -> pd.DataFrame:
     return table
 
 
-def recorded_profiles(shape=None) -> list[Profile]:
-    """The replay set at ``shape`` (default: the default shape): every stage with a recording."""
-    out = []
-    for stage in STAGES:
-        try:
-            out.append(profile_stage(stage, shape or DEFAULT_SHAPE, mode="replay", quiet=True))
-        except TraceError:   # a stage recorded on no GPU yet has no kernels to offer
-            continue
-    return out
+from ..core.recordings import recorded_profiles  # noqa: E402,F401  (the replay set, read by core)
 
 
 def spec_of(prof_or_gpu) -> GPUSpec:

@@ -1,21 +1,20 @@
 """Profile a stage live on this machine's GPU with torch.profiler, as the article does."""
 from __future__ import annotations
 
-import datetime as dt
-import functools
 import json
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from ..core.errors import TraceError
+from .provenance import device_facts, driver_version, now  # noqa: F401  (driver_version: re-exported)
 from ..core.profile import Profile, Provenance
 from ..core.stages import DEFAULT_SHAPE, Shape, Stage, get_stage, reset_compiled
 
@@ -23,27 +22,10 @@ WARMUP_CALLS = 3
 SCHEDULE = dict(wait=1, warmup=1, active=3)
 
 
-@functools.lru_cache(maxsize=1)
-def driver_version() -> str:
-    """The NVIDIA driver's version (nvidia-smi, asked once per process)."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def device_provenance(stage: str, shape: Shape, command: str | None = None) -> dict:
     """GPU, driver and library versions of this process, as provenance fields."""
-    props = torch.cuda.get_device_properties(0)
-    return dict(
-        stage=stage, shape=shape.as_dict(), gpu=props.name,
-        capability=f"{props.major}.{props.minor}", sm_count=props.multi_processor_count,
-        driver=driver_version(), torch=torch.__version__, cuda=str(torch.version.cuda),
-        cudnn=str(torch.backends.cudnn.version()),
-        date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        command=command or " ".join(shlex.quote(a) for a in sys.argv))
+    return dict(stage=stage, shape=shape.as_dict(), **device_facts(), date=now(),
+                command=command or " ".join(shlex.quote(a) for a in sys.argv))
 
 
 def cuda_event_time_us(fn, repeats: int = 20) -> float:
@@ -97,6 +79,28 @@ def _peak_memory(forward) -> tuple[int, int]:
     return before, torch.cuda.max_memory_allocated()
 
 
+def profile_steps(step: Callable[[], object], plan: dict, activities, sync: Callable[[], None],
+                  record_shapes: bool = True, on_step: Callable[[], None] | None = None,
+                  profiler_options: dict | None = None) -> dict:
+    """The one capture loop: `step()` once per profiler step under `schedule(**plan)`, then the
+    chrome trace torch.profiler wrote, as a document. Stages (`capture`), any callable
+    (`profile_code`) and the recording tools all profile through it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.json"
+        with profile(activities=activities, schedule=schedule(**plan), record_shapes=record_shapes,
+                     on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+                     **(profiler_options or {})) as prof:
+            # no synchronize between steps, as in the article: the CPU runs ahead, so kernels
+            # launched in one step can finish in the next (attribution is by correlation id)
+            for _ in range(sum(plan.values())):
+                step()
+                prof.step()
+                if on_step is not None:
+                    on_step()
+            sync()
+        return json.loads(path.read_text())
+
+
 def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = True,
             activities=None, command: str | None = None) -> Profile:
     """Profile `stage` live: 3 warm-up calls, then schedule(wait=1, warmup=1, active=3).
@@ -118,17 +122,7 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
     memory_before, peak_memory = _peak_memory(forward)  # the last warm-up call
 
     activities = activities or [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "trace.json"
-        with profile(activities=activities, schedule=schedule(**SCHEDULE), record_shapes=True,
-                     on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
-            # no synchronize between steps, as in the article: the CPU runs ahead, so kernels
-            # launched in one step can finish in the next (attribution is by correlation id)
-            for _ in range(sum(SCHEDULE.values())):
-                forward()
-                prof.step()
-            torch.cuda.synchronize()
-        document = json.loads(path.read_text())
+    document = profile_steps(forward, SCHEDULE, activities, torch.cuda.synchronize)
 
     events = document["traceEvents"]
     fields = device_provenance(stage.name, shape, command)

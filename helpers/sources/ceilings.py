@@ -91,3 +91,13 @@ def load(gpu: str | None = None, path: Path | None = None) -> pd.DataFrame:
                          f"Record them on a GPU with `{RECORD_COMMAND}`.") from err
     table.attrs["provenance"] = document.get("provenance", {})
     return table
+
+
+def fetch_live(mode: str = "auto") -> tuple[pd.DataFrame, str] | None:
+    """This GPU's ceilings and its name where the decision is live (measured once per session),
+    else None: what roofline.load_ceilings is handed."""
+    from .modes import resolve_mode
+    if resolve_mode(mode) != "live":
+        return None
+    import torch
+    return measure_cached(), torch.cuda.get_device_name()

@@ -1,30 +1,67 @@
 """Live or replay: where CUDA is present a stage is profiled live, else its recorded trace is loaded."""
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
 from ..core import config
 from ..core.config import MODES
-from ..core.profile import Profile
-from .replay import replay
-from ..core.stages import DEFAULT_SHAPE, Shape, StageUnavailable, get_stage
+from ..core.profile import Profile, TraceError
+from .replay import recorded_shapes, replay
+from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable, get_stage
+
+
+# without one of these device files no GPU is visible to this process (NVIDIA's, or ROCm's that
+# torch.cuda also drives), and replay need not import torch to find that out (~2 s of CPU)
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd")
 
 
 def cuda_available() -> bool:
+    if not any(os.path.exists(f) for f in GPU_DEVICE_FILES):
+        return False
     import torch
     return torch.cuda.is_available()
 
 
-def resolve_mode(mode: str = "auto") -> str:
-    """"live" where CUDA is present, else "replay"; ATTN_PROFILED_MODE overrides "auto"."""
+@dataclass(frozen=True)
+class Decision:
+    """Live or replay, and why: the one decision every source makes (stages, counters, ceilings,
+    the own-model experiments, the shared-memory experiment), printable in a banner or a note."""
+
+    mode: str      # "live" or "replay"
+    reason: str    # in words: "this process sees a CUDA GPU", "ATTN_PROFILED_MODE=replay", ...
+
+    @property
+    def live(self) -> bool:
+        return self.mode == "live"
+
+    def __str__(self) -> str:
+        return f"{self.mode} ({self.reason})"
+
+
+def decide(mode: str = "auto") -> Decision:
+    """"live" where CUDA is present, else "replay"; ATTN_PROFILED_MODE overrides "auto".
+    mode="live" without CUDA raises StageUnavailable (the way out: replay)."""
+    asked = mode
     if mode == "auto":
         mode = config.mode_setting()
+        if mode != "auto":
+            asked = f"ATTN_PROFILED_MODE={mode}"
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if mode == "auto":
-        mode = "live" if cuda_available() else "replay"
+        return (Decision("live", "this process sees a CUDA GPU") if cuda_available() else
+                Decision("replay", "this process sees no CUDA GPU"))
     if mode == "live" and not cuda_available():
         raise StageUnavailable("mode='live' needs a CUDA GPU and this process sees none; "
                                "use mode='replay' to load the recorded traces.")
-    return mode
+    return Decision(mode, f"{asked} was asked for" if asked.startswith("ATTN") else f"mode={mode!r} was asked for")
+
+
+def resolve_mode(mode: str = "auto") -> str:
+    """"live" where CUDA is present, else "replay"; ATTN_PROFILED_MODE overrides "auto"."""
+    return decide(mode).mode
 
 
 def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
@@ -53,3 +90,34 @@ def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
 def profile_stages(stages, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict[str, Profile]:
     """Several stages at one shape, by name, each with its banner."""
     return {name: profile_stage(name, shape, mode) for name in stages}
+
+
+def closing_stages(mode: str = "auto") -> list[str]:
+    """Every registered stage the closing table can show, in the registry's order: live, all of
+    them (one this GPU can't run is replayed); in replay, those recorded at the default shape."""
+    if resolve_mode(mode) == "live":
+        return list(STAGES)
+    return [s for s in STAGES if DEFAULT_SHAPE in recorded_shapes(s)]
+
+
+def load_stages(stages: Sequence[str], mode: str = "auto") -> dict[str, Profile]:
+    """Each stage profiled live (on a GPU) or replayed; a stage this GPU cannot run is replayed
+    from the recording, and the one-line banner says which is which."""
+    profiles, notes = {}, []
+    for stage in stages:
+        try:
+            profiles[stage] = profile_stage(stage, mode=mode, quiet=True)
+        except StageUnavailable as err:
+            try:
+                profiles[stage] = profile_stage(stage, mode="replay", quiet=True)
+                notes.append(f"{stage} cannot run here ({err}); replaying its recording")
+            except TraceError:
+                notes.append(f"{stage} cannot run here and has no recording: left out")
+        except TraceError:
+            notes.append(f"{stage} has no recording: left out")
+    first = next(iter(profiles.values()))
+    how = "Replaying" if first.mode == "replay" else "Profiled live"
+    print(f"{how} {len(profiles)} stages: recorded on {first.provenance.description}.")
+    for note in notes:
+        print(f"  {note}")
+    return profiles

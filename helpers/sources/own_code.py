@@ -9,21 +9,18 @@ the trace holds the CPU side only.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import inspect
-import json
 import shlex
 import sys
-import tempfile
 import warnings
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function, schedule
+from torch.profiler import ProfilerActivity, record_function
 
 from ..core import trace
-from .capture import SCHEDULE, WARMUP_CALLS, driver_version
+from .capture import SCHEDULE, WARMUP_CALLS, profile_steps
+from .provenance import device_facts, now
 from ..core.profile import Profile, Provenance
 from ..core.progress import progress as progress_bar
 
@@ -35,16 +32,6 @@ def _where(fn: Callable) -> str:
         return f"{inspect.getsourcefile(target)}:{inspect.getsourcelines(target)[1]}"
     except (TypeError, OSError):
         return ""
-
-
-def _device_facts() -> dict:
-    if not torch.cuda.is_available():
-        return dict(gpu="no GPU (CPU only)", capability="unknown", sm_count="unknown", driver="unknown",
-                    cuda="unknown", cudnn="unknown")
-    props = torch.cuda.get_device_properties(0)
-    return dict(gpu=props.name, capability=f"{props.major}.{props.minor}",
-                sm_count=props.multi_processor_count, driver=driver_version(),
-                cuda=str(torch.version.cuda), cudnn=str(torch.backends.cudnn.version()))
 
 
 def profile_code(fn: Callable, *args: Any, annotation: str = "my_code", steps: int = 3,
@@ -74,24 +61,17 @@ def profile_code(fn: Callable, *args: Any, annotation: str = "my_code", steps: i
     calls = warmup_calls + sum(plan.values())
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
 
-    with progress_bar(calls, f"profiling {annotation}", "call", enabled=progress is not False) as bar, \
-            tempfile.TemporaryDirectory() as tmp:
+    def step() -> None:
+        with grad(), record_function(annotation):
+            fn(*args, **kwargs)
+
+    with progress_bar(calls, f"profiling {annotation}", "call", enabled=progress is not False) as bar:
         for _ in range(warmup_calls):
             with grad():
                 fn(*args, **kwargs)
             bar.update()
         sync()
-        path = Path(tmp) / "trace.json"
-        with profile(activities=activities, schedule=schedule(**plan), record_shapes=record_shapes,
-                     on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
-                     **(profiler_options or {})) as prof:
-            for _ in range(sum(plan.values())):
-                with grad(), record_function(annotation):
-                    fn(*args, **kwargs)
-                prof.step()
-                bar.update()
-            sync()
-        document = json.loads(path.read_text())
+        document = profile_steps(step, plan, activities, sync, record_shapes, bar.update, profiler_options)
 
     events = document.pop("traceEvents")
     saw_gpu = any(e.get("cat") in trace.GPU_CATEGORIES for e in events)
@@ -101,12 +81,11 @@ def profile_code(fn: Callable, *args: Any, annotation: str = "my_code", steps: i
                       RuntimeWarning, stacklevel=2)
     name = getattr(fn, "__qualname__", type(fn).__name__)
     provenance = Provenance(
-        stage=annotation, shape={}, torch=torch.__version__,
-        date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        stage=annotation, shape={}, date=now(),
         command=" ".join(shlex.quote(a) for a in sys.argv), cupti=saw_gpu, source="code",
         extra={"function": name, "defined_at": _where(fn), "annotation": annotation,
                "no_grad": no_grad, "steps": steps, "warmup_calls": warmup_calls},
-        **_device_facts())
+        **device_facts())
     result = Profile(events, provenance, None, annotation, document)
     if not quiet:
         print(result.banner())

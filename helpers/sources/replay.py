@@ -52,3 +52,4 @@ def replay(stage: str, shape: Shape = DEFAULT_SHAPE, gpu: str | None = None) -> 
                          f"`python tools/record.py --stages {stage}`, or restore the replay "
                          f"set with `git checkout -- notebooks/traces`.")
     return Profile.load(path)
+

@@ -24,6 +24,11 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from ..core import config
+from ..core.config import ROOT
+from ..core.errors import TraceError
+from ..core.tracefile import read_document
+from .modes import resolve_mode
 from ..core.smem_cliff import RANGE_EX, SMEM_AT_CAP, SMEM_OVER_CAP, SMEM_SMALL, THREADS
 
 # the same trivial kernel for every launch: it touches the dynamic shared memory it was given
@@ -209,3 +214,49 @@ def smem_cliff_events(repeats: int = 5, *, save_to: str | os.PathLike | None = N
         with gzip.open(save_to, "wt") as fh:
             json.dump(trace, fh)
     return events
+
+
+# --- live or the recording ---------------------------------------------------------------------
+SMEM_CLIFF = "smem_cliff"   # the experiment's recording, under <gpu>/experiments/
+
+
+def _load_recording(path: Path | None = None) -> tuple[list[dict], dict]:
+    path = path or config.recording_path("experiment", SMEM_CLIFF)
+    # the experiment's provenance is not a stage's, so not Profile.load: the raw document
+    try:
+        document = read_document(path, show_progress=False)
+        return document["traceEvents"], document["provenance"]
+    except (TraceError, OSError, EOFError, ValueError, KeyError) as err:
+        raise TraceError(f"The recorded shared-memory experiment {path} is missing or corrupt "
+                         f"({type(err).__name__}: {err}); restore it with `git checkout -- "
+                         f"{path.relative_to(ROOT)}`, or run the experiment on a GPU with "
+                         f"`python tools/smem_cliff.py`.") from err
+
+
+def fetch_smem_cliff(mode: str = "auto") -> tuple[list[dict], dict, str]:
+    """The experiment's events, its provenance and a line saying where they come from: run live
+    on a GPU with CuPy, else (or if CuPy is missing) the recording."""
+    if resolve_mode(mode) == "live":
+        try:
+            import cupy  # noqa: F401
+        except ImportError:
+            events, prov = _load_recording()
+            return events, prov, (f"CuPy is not installed, so the experiment cannot run on this "
+                                  f"GPU (pip install cupy-cuda12x or cupy-cuda13x): showing the "
+                                  f"recording from {prov['gpu']} instead.")
+        import torch
+
+        try:
+            events = smem_cliff_events()
+        except Exception as err:  # noqa: BLE001 - a failed experiment must not sink the page
+            events, prov = _load_recording()
+            return events, prov, (f"The experiment failed on this GPU ({type(err).__name__}: "
+                                  f"{err}): showing the recording from {prov['gpu']} instead.")
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        prov = {"gpu": torch.cuda.get_device_name(), "capability": f"{props.major}.{props.minor}",
+                "sm_count": props.multi_processor_count, "torch": torch.__version__}
+        return events, prov, f"Ran the experiment live on {prov['gpu']}."
+    events, prov = _load_recording()
+    return events, prov, (f"Replaying the experiment recorded on {prov['gpu']} (sm "
+                          f"{prov['capability']}, {prov['sm_count']} SMs) with torch "
+                          f"{prov['torch']}, CuPy {prov.get('cupy', '?')}.")

@@ -2,7 +2,7 @@
 
 pandas' own HTML prints the 0, 1, 2 index, lets one 1,000-character kernel name set a column's
 width, and hands a phone a table three screens wide. IPython shows a DataFrame through
-`html_table` instead (`install`, called when helpers.pages is imported in a kernel):
+`html_table` instead (`install`, called by helpers.use_book_style() in a kernel):
 
 - no index column unless it means something: a named index, or labels other than 0..n-1;
 - a MultiIndex's first level becomes a group row above its rows, not a repeated column;

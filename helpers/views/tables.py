@@ -5,10 +5,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..sources.modes import resolve_mode
 from ..core.names import decode
 from ..core.profile import Profile
-from ..sources.replay import recorded_shapes
 from ..core.stages import DEFAULT_SHAPE, STAGES
 from ..core.article import reference_columns
 from .verdicts import Verdict, lesson
@@ -60,14 +58,6 @@ def summary_table(profiles: Sequence[Profile]) -> pd.DataFrame:
                      "do_bench µs": None if s["do_bench_us"] is None else round(s["do_bench_us"], 1),
                      "aten ops": s["aten_ops"]})
     return pd.DataFrame(rows).set_index("stage")
-
-
-def closing_stages(mode: str = "auto") -> list[str]:
-    """Every registered stage the closing table can show, in the registry's order: live, all of
-    them (one this GPU can't run is replayed); in replay, those recorded at the default shape."""
-    if resolve_mode(mode) == "live":
-        return list(STAGES)
-    return [s for s in STAGES if DEFAULT_SHAPE in recorded_shapes(s)]
 
 
 def at_a_glance(profiles: dict, revealed: dict[str, list[Verdict]]) -> pd.DataFrame:

@@ -9,22 +9,24 @@ ipywidgets manager.
 from __future__ import annotations
 
 import html
+from typing import Callable, Sequence
 
 import pandas as pd
 from IPython.display import display
 
-from ..sources.modes import profile_stage, resolve_mode
+from ..core.profile import Profile
 from ..core.progress import progress
-from ..sources.replay import recorded_shapes
 from ..core.stages import DEFAULT_SHAPE, DTYPES, Shape
 
-def sweep(stages, shapes, mode: str = "auto") -> pd.DataFrame:
-    """Profile every stage at every shape, with a progress bar live; one summary row per pair."""
+def sweep(stages, shapes, fetch: Callable[[str, Shape], Profile], live: bool = False) -> pd.DataFrame:
+    """Profile every stage at every shape with `fetch(stage, shape)` (helpers.sweep hands it
+    profile_stage); one summary row per pair. A progress bar only `live` (a replay is quick, and
+    the static book draws no widget)."""
     rows = []
-    with progress(len(stages) * len(shapes), "profiling", enabled=resolve_mode(mode) == "live") as bar:
+    with progress(len(stages) * len(shapes), "profiling", enabled=live) as bar:
         for shape in shapes:
             for stage in stages:
-                prof = profile_stage(stage, shape, mode, quiet=True)
+                prof = fetch(stage, shape)
                 rows.append({"stage": stage, **shape.as_dict(), **prof.summary().drop("stage").to_dict()})
                 bar.update(1)
     return pd.DataFrame(rows)
@@ -59,13 +61,13 @@ class RecordedShapes:
         return {"text/html": self.to_html(), "text/plain": self.tables[self.initial].to_string()}
 
 
-def shape_explorer(stages):
-    """Pick a shape and re-profile the stages. Live: any shape (a widget form); in replay: the
-    recorded ones, precomputed here and picked in the browser."""
-    if resolve_mode() != "live":
-        common = set.intersection(*(set(recorded_shapes(s)) for s in stages))
-        shapes = sorted(common, key=lambda s: (s.head_dim, s.seq))
-        tables = {s.key: sweep(stages, [s], "replay").set_index("stage")[SHOWN] for s in shapes}
+def shape_explorer(stages, fetch: Callable[[str, Shape], Profile], recorded: Sequence[Shape] | None = None):
+    """Pick a shape and re-profile the stages with `fetch(stage, shape)`. Live (`recorded` None):
+    any shape, a widget form; in replay: the `recorded` ones (helpers.shape_explorer decides which),
+    precomputed here and picked in the browser."""
+    if recorded is not None:
+        shapes = sorted(recorded, key=lambda s: (s.head_dim, s.seq))
+        tables = {s.key: sweep(stages, [s], fetch).set_index("stage")[SHOWN] for s in shapes}
         return RecordedShapes(tables, DEFAULT_SHAPE.key if DEFAULT_SHAPE.key in tables else shapes[0].key)
     import ipywidgets as w
     out = w.Output()
@@ -81,7 +83,7 @@ def shape_explorer(stages):
         with out:
             try:
                 shape = read()
-                table = sweep(stages, [shape])
+                table = sweep(stages, [shape], fetch, live=True)
             except (ValueError, RuntimeError) as err:  # bad shape, backend unavailable: say why
                 print(err)
                 return
