@@ -138,3 +138,20 @@ def test_the_closing_chapter_shows_the_readers_guesses(visit):
     v.page.goto(v.base + "/notebooks/02_inplace.html", wait_until="load")
     assert v.page.locator(f'[data-apq="{key["id"]}"] .apq-result').is_hidden()
     assert not v.problems, v.problems
+
+
+def test_the_book_loads_the_questions_script_once_and_it_is_the_helpers_own(book):
+    # static_book shares the script and stylesheet every question inlines (one file each)
+    from helpers.views import guess as guess_module
+    js, css = (guess_module.HERE / guess_module.SCRIPT).read_text(), (guess_module.HERE / guess_module.STYLESHEET).read_text()
+    assert (book / "_static" / "attention_profiled_guess.js").read_text() == js
+    assert (book / "_static" / "attention_profiled_guess.css").read_text() == css
+    asked = 0
+    for page in (book / "notebooks").glob("*.html"):
+        text = page.read_text()
+        questions = text.count("data-apq=")
+        assert js not in text and css not in text, page.name
+        if questions:
+            assert 'src="../_static/attention_profiled_guess.js"' in text, page.name
+        asked += questions
+    assert asked > 0

@@ -1,6 +1,6 @@
 """The static book asks nothing of the network, runs no script twice, and never shows stale outputs.
 
-Seven small jobs, each of which a default Jupyter Book 1.x build gets wrong here:
+Nine small jobs, each of which a default Jupyter Book 1.x build gets wrong here:
 
 1. Vendored browser libraries. MathJax and plotly.js are kept in ``book/_vendor`` (the npm
    files, byte for byte; JavaScript stored as .xz) and written into ``_static/vendor/`` at build
@@ -30,6 +30,10 @@ Seven small jobs, each of which a default Jupyter Book 1.x build gets wrong here
    live progress bar, the live shape form), and myst-nb embeds all of it in the page. The book
    draws no widget (its questions and calculator are their own outputs' JavaScript), so every
    page drops that state, and the views that would have needed it render as nothing.
+7. A failed build stays failed. With ``-W --keep-going`` Sphinx saves its environment even when
+   warnings failed the build, so the next build found nothing to re-read and succeeded, pages
+   still broken. After a build with warnings the saved environment is deleted (as Sphinx does
+   itself after an exception): the next build reads, executes and reports everything again.
 8. Font Awesome, only the icons the book shows. pydata-sphinx-theme loads ``fontawesome.js``,
    every free icon as SVG (1.4 MB, 530 KB gzipped, the largest file of every first visit once the
    widget manager was gone), to draw some twenty icons (the header's buttons, the arrows). After
@@ -41,10 +45,6 @@ Seven small jobs, each of which a default Jupyter Book 1.x build gets wrong here
    JupyterLab and Colab too); a chapter of six questions carried six copies. In the built pages
    each copy becomes a reference to one file under ``_static/`` (identical bytes, checked), which
    a reader's browser loads once for the whole book.
-7. A failed build stays failed. With ``-W --keep-going`` Sphinx saves its environment even when
-   warnings failed the build, so the next build found nothing to re-read and succeeded, pages
-   still broken. After a build with warnings the saved environment is deleted (as Sphinx does
-   itself after an exception): the next build reads, executes and reports everything again.
 """
 from __future__ import annotations
 
