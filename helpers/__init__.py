@@ -40,13 +40,12 @@ MODULES = {
     "tables": "helpers.views.tables",
     "charts": "helpers.views.charts",
     "widgets": "helpers.views.widgets",
-    "guesses": "helpers.views.guesses",
     "claims": "helpers.chapters.claims",
     "prose": "helpers.views.prose",
     "hub": "helpers.chapters.hub_flash",
     "compiled": "helpers.chapters.compiled",
     "flex": "helpers.chapters.flex",
-    "questions": "helpers.views.questions",
+    "guess": "helpers.views.guess",
     "counters": "helpers.chapters.counters",
     "roofline": "helpers.chapters.roofline",
     "perfetto": "helpers.views.perfetto",
@@ -72,7 +71,8 @@ def sweep(stages, shapes, mode: str = "auto"):
     """Profile every stage at every shape (live, or the recordings), with a progress bar; one
     summary row per pair (`widgets.sweep`, handed profile_stage)."""
     from .views import widgets
-    return widgets.sweep(stages, shapes, lambda stage, shape: profile_stage(stage, shape, mode, quiet=True))
+    return widgets.sweep(stages, shapes, lambda stage, shape: profile_stage(stage, shape, mode, quiet=True),
+                         live=resolve_mode(mode) == "live")
 
 
 def shape_explorer(stages):

@@ -324,18 +324,24 @@ def test_new_prose_in_the_flash_and_occupancy_chapters_types_no_numbers():
                 assert not re.search(r"(?<![\w-])\d", text), (name, text[:200])
 
 
-def test_every_look_follows_a_guess():
+def test_every_look_follows_its_guess():
+    # each question names the output that explains its answer (explained_by=("id", ...)); that
+    # output (guess.anchored(..., "id")) comes after the question, never before it
     for name in NOTEBOOKS:
-        guessed, looks = False, 0
-        for cell in NOTEBOOKS[name]["cells"]:
+        asked: dict[str, int] = {}
+        shown: dict[str, int] = {}
+        for i, cell in enumerate(NOTEBOOKS[name]["cells"]):
             source = "".join(cell["source"])
-            if cell["cell_type"] == "code" and re.search(r"\b(questions|lessons)\.ask\(", source):
-                guessed = True
-            if "hide-output" in cell.get("metadata", {}).get("tags", []) and "show_verdict" in source:
-                assert guessed, (name, source[:80])
-                guessed = False
-                looks += 1
-        assert looks >= 1, name
+            if cell["cell_type"] != "code":
+                continue
+            for anchor in re.findall(r'explained_by=\("([\w-]+)"', source):
+                asked.setdefault(anchor, i)
+            for anchor in re.findall(r'guess\.anchored\(.*?"([\w-]+)"\)\s*$', source, re.S):
+                shown[anchor] = i
+            assert not re.search(r"\b(questions|lessons)\.ask\(|show_verdict", source), (name, source[:80])
+        for anchor, at in asked.items():
+            assert anchor in shown and shown[anchor] > at, (name, anchor)
+        assert asked, name
 
 
 def test_every_download_link_is_a_recorded_report():

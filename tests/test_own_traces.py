@@ -468,12 +468,14 @@ def test_a_slow_load_or_profile_shows_a_progress_bar_and_a_fast_one_none(monkeyp
 def test_the_chapters_guess_and_explorer_work_on_a_recorded_step(path, monkeypatch):
     from helpers import own_model
     prof = quiet_load(path, annotation="encoder_train_step")
-    guess = own_model.StepGuess(0, "GPU")
-    table = own_model.compare(guess, prof)
-    assert table.loc["GPU events per step", "the trace says"] == prof.per_step.set_index("step").loc[prof.forward_step, "gpu_events"]
-    assert table.loc["bound by", "the trace says"] == own_model.bound_of(prof)
-    with pytest.raises(ValueError, match="'CPU' or 'GPU'"):
-        own_model.StepGuess(3, "disk")
+    from helpers.views.guess import judge
+    from conftest import raw_last_step
+    events, bound = (q.key for q in own_model.questions("encoder_train_step", prof).questions)
+    # the events per step from the raw JSON: the last step's kernels, copies and fills
+    assert events["answer"] == len(raw_last_step(path)[0])
+    assert bound["answer"] == own_model.bound_of(prof) and bound["answer"] in bound["options"]
+    assert judge(events, str(len(raw_last_step(path)[0])))["verdict"] == "right"
+    assert judge(events, "0")["verdict"] == "wrong"
     drawn = []
     monkeypatch.setattr(own_model, "display", lambda obj: drawn.append(obj))
     explorer = own_model.timeline_explorer(prof)

@@ -9,7 +9,7 @@ from helpers import claims, profile_stage, tables
 from helpers.views.render import SHORT_NAME, html_table, install, meaningful_index, short_name
 from helpers.views.verdicts import Verdict
 
-ROW = re.compile(r"<tr>(.*?)</tr>", re.S)
+ROW = re.compile(r"<tr(?: id='[^']*')?>(.*?)</tr>", re.S)
 CELL = re.compile(r"<(td|th)[^>]*data-label=\"([^\"]*)\"[^>]*>(.*?)</\1>", re.S)
 HEADER = re.compile(r"<th scope='col'[^>]*>(.*?)</th>")
 
@@ -76,6 +76,9 @@ def test_every_cell_is_labelled_with_its_column(profiles):
     assert len(rows) == len(frame)
     for row in rows:
         assert [label for _, label, _ in CELL.findall(row)] == headers
+    # each row carries the id a question's reveal links to, in launch order (#)
+    assert re.findall(r"<tr id='naive-kernel-(\d+)'>", out) == [str(i) for i in frame.index]
+    assert "<div class='ap-table-wrap' id='naive-kernels'>" in out
 
 
 def test_long_kernel_names_are_short_in_the_cell_and_whole_behind_it(profiles):

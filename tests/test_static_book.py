@@ -22,8 +22,8 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
 def test_vendored_files_are_the_npm_files_listed_in_the_manifest():
     manifest = json.loads((VENDOR / "manifest.json").read_text())
-    assert {p["name"] for p in manifest["packages"]} == {"requirejs", "@jupyter-widgets/html-manager", "mathjax",
-                                                         "plotly.js-cartesian-dist-min"}
+    # no ipywidgets embed manager, no RequireJS: the book draws no widget (views/guess.py)
+    assert {p["name"] for p in manifest["packages"]} == {"mathjax", "plotly.js-cartesian-dist-min"}
     stored = {str(p.relative_to(VENDOR / "files")) for p in (VENDOR / "files").rglob("*") if p.is_file()}
     assert stored == {f["stored"] for f in manifest["files"]}, "files and manifest disagree"
     for entry in manifest["files"]:
@@ -32,10 +32,7 @@ def test_vendored_files_are_the_npm_files_listed_in_the_manifest():
             data = lzma.decompress(data)
         assert len(data) == entry["bytes"] and hashlib.sha256(data).hexdigest() == entry["sha256"], entry["path"]
     versions = {p["name"]: p["version"] for p in manifest["packages"]}
-    assert versions["@jupyter-widgets/html-manager"].startswith("1."), "ipywidgets 8 needs html-manager 1.x"
-    assert versions["requirejs"].startswith("2.3.") and versions["mathjax"].startswith("3.")
-    assert sorted(p.name for p in (VENDOR / "licenses").iterdir()) == ["html-manager-LICENSE.txt",
-                                                                       "requirejs-LICENSE.txt"]
+    assert versions["mathjax"].startswith("3.")
     assert any(f["path"] == "mathjax/LICENSE" for f in manifest["files"])
     assert any(f["path"] == "plotly/LICENSE" for f in manifest["files"])
 
@@ -57,11 +54,8 @@ def test_the_config_loads_nothing_from_a_cdn():
     config = CONFIG["sphinx"]["config"]
     vendored = static_book._vendored_paths()
     assert config["mathjax_path"] in vendored
-    scripts = list(config["nb_ipywidgets_js"])
-    assert scripts[0] == "vendor/require.js" and scripts[-1] == "vendor/html-manager/embed-amd.js"
-    for script in scripts:
-        assert "://" not in script
-        assert script in vendored or (ROOT / "book" / "_static" / script).is_file(), script
+    # empty, not absent (absent, myst-nb loads its widget manager from a CDN): no page loads one
+    assert config["nb_ipywidgets_js"] == {}
     assert config["html_context"]["default_mode"] in ("auto", "light", "dark")
 
 
@@ -139,7 +133,7 @@ def test_a_cdn_in_the_config_is_a_warning(monkeypatch):
     monkeypatch.setattr(static_book.logger, "warning", lambda msg, *a, **k: warnings.append(msg))
     app = SimpleNamespace(confdir=str(ROOT))
     config = SimpleNamespace(mathjax_path="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml.js",
-                             nb_ipywidgets_js={"vendor/require.js": {}}, html_static_path=["book/_static"])
+                             nb_ipywidgets_js={}, html_static_path=["book/_static"])
     static_book.check_offline_config(app, config)
     assert len(warnings) == 1 and "network" in warnings[0]
 
@@ -156,13 +150,21 @@ def test_a_build_with_warnings_forgets_its_environment(tmp_path):
     assert not envfile.exists(), "the next build would find nothing to re-read, and pass"
 
 
-def test_the_kept_widget_models_are_the_shown_views_and_all_they_reference():
-    # a box shows a slider, whose layout an unshown model shares too (model ids are hex)
-    box, slider, layout, unshown = "b0", "51", "1a", "00"
-    state = {box: {"state": {"children": [f"IPY_MODEL_{slider}"]}},
-             slider: {"state": {"layout": f"IPY_MODEL_{layout}"}},
-             layout: {"state": {}},
-             unshown: {"state": {"layout": f"IPY_MODEL_{layout}"}}}
-    assert static_book.models_in_use(state, {box}) == {box, slider, layout}
-    assert static_book.models_in_use(state, {slider}) == {slider, layout}
-    assert static_book.models_in_use(state, set()) == set()
+def test_no_page_keeps_widget_state():
+    # a page whose kernel made widgets (a live progress bar) keeps no state and loads no manager
+    files = {"ipywidgets_state": ("", {"body": "{}"}), "ipywidgets_0": ("x.js", {}), "other": ("y.js", {})}
+    env = SimpleNamespace(docname="p", nb_metadata={"p": {"js_files": files}})
+    static_book.prune_widget_state(SimpleNamespace(env=env), None)
+    assert set(files) == {"other"}
+
+
+def test_fontawesome_keeps_only_the_icons_named():
+    # two packs in the shape fontawesome.js has them, an icon with an alias, a path array
+    script = ('(()=>{var p={monero:[496,512,[],"f3d0","M352 384h1z"],github:[496,512,[],"f09b","M1 2z"]};d("fab",p)}'
+              '();(()=>{var p={0:[320,512,[],"30","M0 0z"],"magnifying-glass":[512,512,[128269,"search"],"f002","M4 2z"],'
+              'rocket:[512,512,[],"f135",["M1z","M2z"]],"arrow-up":[384,512,[8593],"f062","M2 1z"]};d("fas",p)})();lib()')
+    out = static_book.subset_fontawesome(script, {"search", "rocket", "solid", "lg"})
+    assert 'var p={};d("fab",p)' in out
+    assert '"magnifying-glass":[512,512,[128269,"search"],"f002","M4 2z"]' in out
+    assert 'rocket:[512,512,[],"f135",["M1z","M2z"]]' in out
+    assert "arrow-up" not in out and "monero" not in out and out.endswith("lib()")

@@ -1,12 +1,12 @@
 """The static book asks nothing of the network, runs no script twice, and never shows stale outputs.
 
-Seven small jobs, each of which a default Jupyter Book 1.x build gets wrong here:
+Nine small jobs, each of which a default Jupyter Book 1.x build gets wrong here:
 
-1. Vendored browser libraries. The ipywidgets embed manager (``embed-amd.js``), RequireJS and
-   MathJax are kept in ``book/_vendor`` (the npm files, byte for byte; JavaScript stored as .xz)
-   and written into ``_static/vendor/`` at build time, each checked against the sha256 in
-   ``book/_vendor/manifest.json``. ``_config.yml`` points myst-nb's ``nb_ipywidgets_js`` and
-   Sphinx's ``mathjax_path`` at them; a build whose config loads any of them from a URL fails.
+1. Vendored browser libraries. MathJax and plotly.js are kept in ``book/_vendor`` (the npm
+   files, byte for byte; JavaScript stored as .xz) and written into ``_static/vendor/`` at build
+   time, each checked against the sha256 in ``book/_vendor/manifest.json``. ``_config.yml``
+   points Sphinx's ``mathjax_path`` at them; a build whose config loads any library from a URL
+   fails. myst-nb's ``nb_ipywidgets_js`` is empty: no page loads the ipywidgets manager.
 2. Inline scripts once. Sphinx 7.4 registers an inline script added during ``builder-inited``
    twice (once with the filename ``None``, once with ``''``), so sphinx-thebe's
    ``const THEBE_JS_URL = ...`` ran twice and threw "Identifier 'THEBE_JS_URL' has already been
@@ -26,15 +26,25 @@ Seven small jobs, each of which a default Jupyter Book 1.x build gets wrong here
 5. Every notebook executed. After reading, any page that is a notebook (an .ipynb, or Markdown
    with a kernelspec) without a successful execution record is a warning, and so, under -W, a
    failed build: a page can never silently show unexecuted cells.
-6. Saved widget state for the views a page shows. nbclient saves the state of every widget the
-   kernel still holds, and myst-nb embeds all of it in the page, with the 3.6 MB widget bundle,
-   even when the cell that showed them is ``remove-output`` (the calculator page carried 198 KB
-   of state for no view at all). Each page keeps the models its rendered views reach (through
-   their ``IPY_MODEL_`` references); a page with no view keeps no state and loads no widget code.
+6. No saved widget state. nbclient saves the state of every widget the kernel still holds (a
+   live progress bar, the live shape form), and myst-nb embeds all of it in the page. The book
+   draws no widget (its questions and calculator are their own outputs' JavaScript), so every
+   page drops that state, and the views that would have needed it render as nothing.
 7. A failed build stays failed. With ``-W --keep-going`` Sphinx saves its environment even when
    warnings failed the build, so the next build found nothing to re-read and succeeded, pages
    still broken. After a build with warnings the saved environment is deleted (as Sphinx does
    itself after an exception): the next build reads, executes and reports everything again.
+8. Font Awesome, only the icons the book shows. pydata-sphinx-theme loads ``fontawesome.js``,
+   every free icon as SVG (1.4 MB, 530 KB gzipped, the largest file of every first visit once the
+   widget manager was gone), to draw some twenty icons (the header's buttons, the arrows). After
+   the build its icon packs are cut down to the icons the built pages and the theme's scripts
+   name (``fa-<name>``, aliases included); the library code around them is kept as it is, so the
+   icons are drawn exactly as before. tests/test_browser.py checks that every icon is drawn.
+9. The questions' script and stylesheet, once. Each guess-first question is a self-contained
+   output (helpers/views/guess.py inlines ``js/guess.js`` and ``js/guess.css``, so it works in
+   JupyterLab and Colab too); a chapter of six questions carried six copies. In the built pages
+   each copy becomes a reference to one file under ``_static/`` (identical bytes, checked), which
+   a reader's browser loads once for the whole book.
 """
 from __future__ import annotations
 
@@ -68,7 +78,7 @@ def _vendored_paths() -> set[str]:
 def check_offline_config(app, config) -> None:
     """The libraries a page loads must be the vendored ones, never a URL."""
     vendored = _vendored_paths()
-    # and the book's own static files (book/_static), e.g. widgets_offline.js
+    # and the book's own static files (book/_static)
     for folder in config.html_static_path:
         root = Path(app.confdir) / folder
         vendored |= {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
@@ -217,43 +227,13 @@ def check_executed(app, env) -> None:
                            f"every notebook with the outputs of this build", location=docname)
 
 
-# --- 6. widget state only for the views the page shows ---------------------------------------
-
-WIDGET_VIEW = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">(.*?)</script>', re.S)
-MODEL_REFERENCE = re.compile(r"IPY_MODEL_([0-9a-f]+)")
-
-
-def models_in_use(state: dict, shown: set[str]) -> set[str]:
-    """The models the shown views need: those views and everything they reference, transitively."""
-    needed, todo = set(), [m for m in shown if m in state]
-    while todo:
-        model = todo.pop()
-        if model in needed:
-            continue
-        needed.add(model)
-        todo.extend(m for m in MODEL_REFERENCE.findall(json.dumps(state[model])) if m in state)
-    return needed
-
+# --- 6. no widget state ----------------------------------------------------------------------
 
 def prune_widget_state(app, doctree) -> None:
-    from docutils import nodes
-    from myst_nb.core.render import sanitize_script_content
-
+    """Drop the page's saved widget state: no page loads the widget manager (see above)."""
     files = getattr(app.env, "nb_metadata", {}).get(app.env.docname, {}).get("js_files", {})
-    if "ipywidgets_state" not in files:
-        return
-    uri, attributes = files["ipywidgets_state"]
-    # myst-nb writes "</script>" as "<\/script>", which JSON reads back as it was
-    saved = json.loads(attributes["body"])
-    shown = {json.loads(view)["model_id"]
-             for raw in doctree.findall(nodes.raw) for view in WIDGET_VIEW.findall(raw.astext())}
-    keep = models_in_use(saved["state"], shown)
-    if not keep:
-        for key in [k for k in files if k.startswith("ipywidgets_")]:
-            del files[key]
-        return
-    saved["state"] = {m: v for m, v in saved["state"].items() if m in keep}
-    files["ipywidgets_state"] = (uri, {**attributes, "body": sanitize_script_content(json.dumps(saved))})
+    for key in [k for k in files if k.startswith("ipywidgets_")]:
+        del files[key]
 
 
 # --- 7. a failed build stays failed --------------------------------------------------------------
@@ -268,6 +248,106 @@ def forget_failed_build(app, exception) -> None:
                         "so the next build starts afresh")
 
 
+# --- 8. Font Awesome: the icons the book shows ----------------------------------------------------
+
+FONTAWESOME = Path("_static") / "scripts" / "fontawesome.js"
+ICON_NAME = re.compile(r"\bfa-([a-z0-9-]+)")
+# an icon of a pack: name: [width, height, [aliases...], "unicode", path or [paths]]
+ICON_ENTRY = re.compile(r'(?:"([^"]+)"|([A-Za-z_$][\w$]*)|(\d+)):\[\d+,\d+,\[([^\]]*)\],"[0-9a-f]+",')
+
+
+def _object_end(text: str, start: int) -> int:
+    """The index just past the object literal opening at ``start`` (strings hold no quotes here)."""
+    depth, i, in_string = 0, start, False
+    while True:
+        ch = text[i]
+        if in_string:
+            in_string = ch != '"'
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+
+
+def _entries(body: str) -> list[tuple[str, set[str], str]]:
+    """The icons of a pack's object literal: (name, names it answers to, its source text)."""
+    out, i = [], 1
+    while i < len(body) - 1:
+        m = ICON_ENTRY.match(body, i)
+        if m is None:
+            raise ValueError(f"unexpected Font Awesome pack at {body[i:i + 60]!r}")
+        name = m.group(1) or m.group(2) or m.group(3)
+        aliases = {a.strip('"') for a in m.group(4).split(",") if a.startswith('"')}
+        end = _object_end(body, m.end() - len(m.group(0)) + m.group(0).index("["))
+        out.append((name, {name, *aliases}, body[i:end]))
+        i = end + 1  # the comma between entries
+    return out
+
+
+def subset_fontawesome(script: str, wanted: set[str]) -> str:
+    """``script`` with each icon pack (``var p={...}``) holding only the icons named in ``wanted``."""
+    out, pos = [], 0
+    for m in re.finditer(r"var p=\{", script):
+        start = m.end() - 1
+        end = _object_end(script, start)
+        kept = [text for name, names, text in _entries(script[start:end]) if names & wanted]
+        out.append(script[pos:start] + "{" + ",".join(kept) + "}")
+        pos = end
+    if not out:
+        raise ValueError("no icon pack found in fontawesome.js")
+    return "".join(out) + script[pos:]
+
+
+def trim_fontawesome(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    target = out / FONTAWESOME
+    if not target.is_file():
+        return
+    # the theme's file, kept beside the output (not in it): a rebuild may find the subset in place
+    original = out.parent / "fontawesome.full.js"
+    if "svg-inline--fa" in target.read_text(errors="replace") and len(target.read_bytes()) > 500_000:
+        original.write_bytes(target.read_bytes())  # the theme's own, freshly copied by this build
+    wanted: set[str] = set()
+    for page in out.rglob("*.html"):
+        wanted |= set(ICON_NAME.findall(page.read_text(errors="replace")))
+    for script in (out / "_static").rglob("*.js"):
+        if script.name == "fontawesome.js" or "vendor" in script.parts:
+            continue
+        wanted |= set(ICON_NAME.findall(script.read_text(errors="replace")))
+    target.write_text(subset_fontawesome(original.read_text(), wanted))
+
+
+# --- 9. the questions' assets, shared ---------------------------------------------------------------
+
+GUESS_ASSETS = Path(__file__).resolve().parents[2] / "helpers" / "views" / "js"
+GUESS_STATIC = "attention_profiled_guess"  # _static/attention_profiled_guess.{js,css}
+
+
+def share_guess_assets(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    script, style = (GUESS_ASSETS / "guess.js").read_text(), (GUESS_ASSETS / "guess.css").read_text()
+    inline_script, inline_style = f"<script>{script}</script>", f"<style>{style}</style>"
+    (out / "_static" / f"{GUESS_STATIC}.js").write_text(script)
+    (out / "_static" / f"{GUESS_STATIC}.css").write_text(style)
+    for page in out.rglob("*.html"):
+        text = page.read_text()
+        if inline_script not in text and inline_style not in text:
+            continue
+        static = os.path.relpath(out / "_static", page.parent).replace(os.sep, "/")
+        text = (text.replace(inline_script, f'<script src="{static}/{GUESS_STATIC}.js"></script>')
+                    .replace(inline_style, f'<link rel="stylesheet" href="{static}/{GUESS_STATIC}.css">'))
+        page.write_text(text)
+
+
 def setup(app):
     app.add_config_value("attention_profiled_space_url", "", "html")
     app.add_config_value("attention_profiled_execution_inputs",
@@ -280,5 +360,7 @@ def setup(app):
     app.connect("html-page-context", add_space_button, priority=600)
     app.connect("html-page-context", dedupe_assets, priority=999)
     app.connect("build-finished", write_vendored_files)
+    app.connect("build-finished", share_guess_assets)
+    app.connect("build-finished", trim_fontawesome)
     app.connect("build-finished", forget_failed_build)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -3,12 +3,9 @@
     python book/_vendor/fetch.py          # writes book/_vendor/files/ and manifest.json
 
 The book must not ask any CDN for anything (the reader may be offline; the build machine may
-be), so three libraries are kept in the repository:
+be), so two libraries are kept in the repository (the ipywidgets embed manager and RequireJS
+were here too, 3.6 MB a page, until the guesses became their own outputs' JavaScript):
 
-* ``@jupyter-widgets/html-manager`` 1.x ``embed-amd.js``: draws saved ipywidgets views from
-  the widget state myst-nb writes into each page (html-manager 1.x goes with ipywidgets 8),
-  and the Font Awesome 5 woff2 fonts its stylesheet asks for;
-* ``requirejs`` 2.3.x ``require.js``: the AMD loader embed-amd.js needs;
 * ``mathjax`` 3 ``tex-chtml.js`` and its woff-v2 fonts: Sphinx's math renderer;
 * ``plotly.js-cartesian-dist-min``: plotly.js's partial bundle of the cartesian trace types (the
   book draws bar, scatter and heatmap traces; tests/test_browser.py checks that it holds every
@@ -16,7 +13,7 @@ be), so three libraries are kept in the repository:
   (book/_ext/plotly_js.py checks that): 1.5 MB where the full plotly.min.js is 4.8 MB.
 
 They are the files of the published npm tarballs, byte for byte. JavaScript is stored
-xz-compressed (embed-amd.js alone is 3.6 MB, 0.37 MB as .xz); book/_ext/static_book.py
+xz-compressed; book/_ext/static_book.py
 decompresses every file into ``_static/vendor/`` at build time and checks each one against the
 sha256 in manifest.json, so what a reader's browser runs is what npm published.
 
@@ -39,14 +36,6 @@ FILES = HERE / "files"
 
 # package, version, [(path inside the tarball, path under _static/vendor)]
 PACKAGES = [
-    ("requirejs", "2.3.8", [("package/require.js", "require.js")]),
-    ("@jupyter-widgets/html-manager", "1.0.15", [
-        ("package/dist/embed-amd.js", "html-manager/embed-amd.js"),
-        ("package/dist/embed.js.LICENSE.txt", "html-manager/embed.js.LICENSE.txt"),
-        # the Font Awesome 5 faces its CSS declares (woff2 only: every browser that runs
-        # embed-amd.js takes woff2 first); static_book.js points its asset path here
-        ("package/dist/*.woff2", "html-manager/"),
-    ]),
     ("mathjax", "3.2.2", [
         ("package/es5/tex-chtml.js", "mathjax/tex-chtml.js"),
         ("package/LICENSE", "mathjax/LICENSE"),

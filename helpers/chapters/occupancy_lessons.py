@@ -18,7 +18,6 @@ import math
 import pandas as pd
 
 from ..views.prose import glue
-from ..views.questions import Guess, ask, show_verdict, verdict  # noqa: F401  (the page's guesses)
 from ..core.profile import Profile
 from ..core.stages import ARTICLE_STAGES
 from ..occupancy.calculator import UNLIMITED, Occupancy, kineto_estimated_occupancy_pct, occupancy

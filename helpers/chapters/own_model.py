@@ -5,62 +5,24 @@ whether the CPU or the GPU bounds it. The look is computed from the trace (`brea
 """
 from __future__ import annotations
 
-import html
-from dataclasses import dataclass
-
-import ipywidgets as w
 import pandas as pd
-from IPython.display import HTML, Markdown, display
+from IPython.display import Markdown, display
 
 from ..sources.own_model import (EXPERIMENTS, available, get_experiment, make_step,  # noqa: F401 - the chapter's API
                                    profile_experiment, recording)
 from ..core.profile import Profile
 from ..views import breakdown
+from ..views.guess import Question, Questions, choice_key, kernel_table_id, number_key
 from ..views.prose import glue
 
 BOUNDS = ("CPU", "GPU")
-
-
-@dataclass(frozen=True)
-class StepGuess:
-    """What the reader expects of one step: its GPU events, and what bounds it."""
-
-    gpu_events: int
-    bound: str
-
-    def __post_init__(self) -> None:
-        if self.bound not in BOUNDS:
-            raise ValueError(f"bound must be 'CPU' or 'GPU', got {self.bound!r}")
-        if self.gpu_events < 0:
-            raise ValueError(f"a step launches 0 GPU events or more, not {self.gpu_events}")
-
-
-def default_guess(name: str) -> StepGuess:
-    e = get_experiment(name)
-    return StepGuess(e.guess_events, e.guess_bound)
+# a count of GPU events per step is judged right this close (relatively): a guess from the code
+EVENTS_TOLERANCE = 0.1
 
 
 def bound_of(prof: Profile, step: int | None = None) -> str:
     """'CPU' or 'GPU' (or 'other GPU work'), as the computed verdict has it."""
     return breakdown.step_bound(prof, step).by
-
-
-def compare(guess: StepGuess, prof: Profile) -> pd.DataFrame:
-    """The guess against the trace's last step, item by item; each mismatch says what to look at."""
-    events = int(prof.per_step.set_index("step").loc[prof.forward_step, "gpu_events"])
-    bound = bound_of(prof)
-    top = breakdown.top_kernels(prof, n=1).iloc[0]
-    rows = [
-        {"item": "GPU events per step", "you guessed": guess.gpu_events, "the trace says": events,
-         "verdict": "match" if guess.gpu_events == events else
-         f"mismatch: {events - guess.gpu_events:+d} events (the kernel table below lists them)"},
-        {"item": "bound by", "you guessed": guess.bound, "the trace says": bound,
-         "verdict": "match" if guess.bound == bound else f"mismatch: {breakdown.verdict(prof)}"},
-        {"item": "where the GPU time goes", "you guessed": "—",
-         "the trace says": f"{top['kind']}: {top['% of GPU time']}%",
-         "verdict": f"the busiest kernel reads as {top['reads as']}, launched by {top['launched by']}"},
-    ]
-    return pd.DataFrame(rows).set_index("item")
 
 
 def code_card(name: str) -> Markdown:
@@ -69,42 +31,23 @@ def code_card(name: str) -> Markdown:
     return Markdown(f"**{e.title}** (`{e.name}`): {e.what_changed}.\n\n```python\n{e.code}\n```")
 
 
-def guess_card(name: str) -> HTML:
-    """The stand-in guess, as text: what the static book shows before the folded look."""
+def questions(name: str, prof: Profile, events_by: tuple[str, str] | None = None,
+              bound_by: tuple[str, str] = ("", "")) -> Questions:
+    """Guess first: the step's GPU events (right within EVENTS_TOLERANCE) and what bounds it, each
+    judged in the reader's browser against the trace's last step (views/guess.py). ``events_by``
+    and ``bound_by``: the (id, label) of the outputs that explain each answer (default for the
+    events: the step's kernel table)."""
     e = get_experiment(name)
-    return HTML(f"<div class='guess-card'><p><b>The guess:</b> about {e.guess_events} GPU events per "
-                f"step, bound by the <b>{e.guess_bound}</b>.</p><p>{html.escape(e.guess_reason)}.</p></div>")
-
-
-class StepGuessForm(w.VBox):
-    """A number, CPU or GPU, and a button that reveals the look."""
-
-    def __init__(self, name: str, prof: Profile):
-        self.prof = prof
-        start = default_guess(name)
-        self.events = w.BoundedIntText(value=start.gpu_events, min=0, max=1_000_000,
-                                       description="GPU events:")
-        self.bound = w.ToggleButtons(options=list(BOUNDS), value=start.bound, description="bound by:")
-        self.button = w.Button(description="Look at the trace", button_style="primary", icon="eye",
-                               layout=w.Layout(width="max-content"))
-        self.output = w.Output()
-        self.button.on_click(self._look)
-        super().__init__([self.events, self.bound, self.button, self.output])
-
-    @property
-    def guess(self) -> StepGuess:
-        return StepGuess(int(self.events.value), self.bound.value)
-
-    def _look(self, _button=None) -> None:
-        self.output.clear_output()
-        with self.output:
-            display(compare(self.guess, self.prof))
-
-
-def guess_form(name: str, prof: Profile) -> StepGuessForm:
-    """Show the guess as text (for the book) and as a form (for a live kernel)."""
-    display(guess_card(name))
-    return StepGuessForm(name, prof)
+    events = int(prof.per_step.set_index("step").loc[prof.forward_step, "gpu_events"])
+    bound = bound_of(prof)
+    options = [*BOUNDS, *([bound] if bound not in BOUNDS else [])]
+    return Questions([
+        Question(number_key(f"{name}-events", f"How many GPU events will one step of {e.title} launch?",
+                            events, tolerance=EVENTS_TOLERANCE,
+                            explained_by=events_by or ("#" + kernel_table_id(prof.stage), "the kernel table"))),
+        Question(choice_key(f"{name}-bound", "What bounds the step: the CPU issuing the work, or the GPU running it?",
+                            options, bound, breakdown.verdict(prof), explained_by=bound_by)),
+    ])
 
 
 def glue_step(prof: Profile, prefix: str) -> dict:
@@ -156,8 +99,10 @@ def overview(prof: Profile | None) -> None:
     display(breakdown.kernels_per_op(prof, n=8))
 
 
-def timeline_explorer(prof: Profile) -> w.VBox:
+def timeline_explorer(prof: Profile):
     """Live: pick a step and a window of it, and redraw the timeline (the static book shows one)."""
+    import ipywidgets as w
+
     from ..views.charts import timeline
     steps = w.Dropdown(options=prof.steps, value=prof.forward_step, description="step")
     end = float(breakdown.gpu_breakdown(prof).set_index("step").loc[prof.forward_step, "end_us"]

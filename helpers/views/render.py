@@ -200,7 +200,10 @@ def html_table(frame: pd.DataFrame) -> str:
                 for c in columns)
     classes = "dataframe ap-table" + (" ap-cards" if width > CARD_WIDTH_PX else "")
 
-    out = [f"<div class='ap-table-wrap'><table class='{classes}'>"]
+    # ids to link to (a question's reveal points at the row that explains a mismatch)
+    table_id = f" id='{html.escape(str(attrs['table_id']))}'" if attrs.get("table_id") else ""
+    row_ids = list(attrs.get("row_ids") or [])
+    out = [f"<div class='ap-table-wrap'{table_id}><table class='{classes}'>"]
     if attrs.get("caption"):
         out.append(f"<caption>{html.escape(str(attrs['caption']))}</caption>")
     out.append(_thead(columns, labels, numeric) + "<tbody>")
@@ -223,7 +226,8 @@ def html_table(frame: pd.DataFrame) -> str:
                                             ("text", c in prose)) if on)
             attrs_ = (" scope=row" if tag == "th" else "") + (f" class='{cls}'" if cls else "")
             cells.append(f"<{tag}{attrs_} data-label=\"{html.escape(labels[c])}\">{body}</{tag}>")
-        out.append("<tr>" + "".join(cells) + "</tr>")
+        row_id = f" id='{html.escape(str(row_ids[i]))}'" if i < len(row_ids) else ""
+        out.append(f"<tr{row_id}>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
 

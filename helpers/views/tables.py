@@ -33,8 +33,13 @@ def kernel_table(prof: Profile, step: int | None = None, occupancy: bool = False
         "block": k["block"],
         "CUPTI occ. %": k["est_occupancy_pct"],
     })
+    if not occupancy:
+        table = table.drop(columns=["CUPTI occ. %"])
     table.attrs = {"caption": "One forward: the last profiled step."}
-    return table if occupancy else table.drop(columns=["CUPTI occ. %"])
+    # each row an id, the table too: a guess's reveal links a mismatch to its row (views/guess.py)
+    table.attrs["table_id"] = f"{prof.stage}-kernels"
+    table.attrs["row_ids"] = [f"{prof.stage}-kernel-{i}" for i in table.index]
+    return table
 
 
 def op_tree(prof: Profile, step: int | None = None, min_us: float = 0.0) -> pd.DataFrame:

@@ -1,106 +1,81 @@
-"""ipywidgets for the live notebooks: the guess form. Each has a static counterpart for the book."""
+"""The shape sweep and the shape explorer of the closing chapter.
+
+The guesses are no widgets: they are judged in the reader's browser (views/guess.py). The shape
+explorer is a widget only live (it profiles a shape the reader types, which needs a kernel); in
+replay, and so in the static book, it is one HTML output: the recorded shapes in a <select>, each
+with its table computed here, shown by a few lines of inline script. No page of the book loads the
+ipywidgets manager.
+"""
 from __future__ import annotations
 
+import html
 from typing import Callable, Sequence
 
-import html
-
-import ipywidgets as w
 import pandas as pd
-from IPython.display import HTML, display
+from IPython.display import display
 
-from ..core.names import KINDS
 from ..core.profile import Profile
+from ..core.progress import progress
 from ..core.stages import DEFAULT_SHAPE, DTYPES, Shape
-from .guesses import Guess, compare, default_guess
 
-GUESSABLE = [k for k in KINDS if k != "unknown"]
-
-
-class GuessForm(w.VBox):
-    """How many GPU events, which kinds in order, faster or slower; a button reveals the look."""
-
-    def __init__(self, stage: str, prof: Profile, previous: Profile | None = None):
-        self.prof, self.previous = prof, previous
-        start = default_guess(stage)
-        self.kinds = w.Text(value=", ".join(start.kinds), description="kernels:",
-                            layout=w.Layout(width="95%"),
-                            placeholder="kinds in launch order, e.g. gemm, softmax, gemm")
-        self.speed = w.ToggleButtons(options=["faster", "slower"], value="faster",
-                                     description=f"than {previous.stage}:" if previous else "",
-                                     layout=w.Layout(display="flex" if previous else "none"))
-        self.button = w.Button(description="Look at the trace", button_style="primary", icon="eye",
-                               layout=w.Layout(width="max-content"))
-        self.message = w.HTML()
-        self.output = w.Output()
-        self.button.on_click(self._look)
-        hint = w.HTML(f"<small>Kinds: {', '.join(GUESSABLE)}</small>")
-        super().__init__([self.kinds, hint, self.speed, self.button, self.message, self.output])
-
-    @property
-    def guess(self) -> Guess:
-        kinds = tuple(k.strip() for k in self.kinds.value.split(",") if k.strip())
-        return Guess(kinds, (self.speed.value == "faster") if self.previous else None)
-
-    def _look(self, _button=None) -> None:
-        self.output.clear_output()
-        try:
-            table = compare(self.guess, self.prof, self.previous)
-        except ValueError as err:  # a typo in the kinds: say so, keep the form usable
-            self.message.value = f"<b>{html.escape(str(err))}</b>"
-            return
-        self.message.value = ""
-        with self.output:
-            display(table)
-
-
-def guess_card(stage: str, previous: str | None = None) -> HTML:
-    """The stand-in guess, as text: what the static book shows before the folded look."""
-    g = default_guess(stage)
-    speed = f" It will be <b>faster</b> than {previous}." if previous and g.faster_than_previous else ""
-    items = "".join(f"<li><code>{html.escape(k)}</code></li>" for k in g.kinds)
-    return HTML(f"<div class='guess-card'><p><b>The guess:</b> {g.count} GPU events per forward, "
-                f"one per line of code, in this order:</p><ol>{items}</ol><p>{speed}</p></div>")
-
-
-def guess_form(stage: str, prof: Profile, previous: Profile | None = None) -> GuessForm:
-    """Show the guess as text (for the book) and as a form (for a live kernel)."""
-    display(guess_card(stage, previous.stage if previous else None))
-    return GuessForm(stage, prof, previous)
-
-
-def sweep(stages, shapes, fetch: Callable[[str, Shape], Profile]) -> pd.DataFrame:
+def sweep(stages, shapes, fetch: Callable[[str, Shape], Profile], live: bool = False) -> pd.DataFrame:
     """Profile every stage at every shape with `fetch(stage, shape)` (helpers.sweep hands it
-    profile_stage), with a progress bar; one summary row per pair."""
-
-    bar = w.IntProgress(min=0, max=len(stages) * len(shapes), description="profiling")
-    display(bar)
+    profile_stage); one summary row per pair. A progress bar only `live` (a replay is quick, and
+    the static book draws no widget)."""
     rows = []
-    for shape in shapes:
-        for stage in stages:
-            prof = fetch(stage, shape)
-            rows.append({"stage": stage, **shape.as_dict(), **prof.summary().drop("stage").to_dict()})
-            bar.value += 1
-    bar.description = "done"
+    with progress(len(stages) * len(shapes), "profiling", enabled=live) as bar:
+        for shape in shapes:
+            for stage in stages:
+                prof = fetch(stage, shape)
+                rows.append({"stage": stage, **shape.as_dict(), **prof.summary().drop("stage").to_dict()})
+                bar.update(1)
     return pd.DataFrame(rows)
 
 
-def shape_explorer(stages, fetch: Callable[[str, Shape], Profile],
-                   recorded: Sequence[Shape] | None = None) -> w.VBox:
+SHOWN = ["gpu_events", "gpu_time_us", "cpu_time_us", "do_bench_us"]
+
+
+class RecordedShapes:
+    """The replay set's shapes in a <select>, each with its stages' table (one HTML output)."""
+
+    def __init__(self, tables: dict[str, pd.DataFrame], initial: str):
+        self.tables, self.initial = tables, initial
+
+    def to_html(self) -> str:
+        from .render import html_table
+        options = "".join(f'<option value="{html.escape(k)}"{" selected" if k == self.initial else ""}>'
+                          f"{html.escape(k)}</option>" for k in self.tables)
+        panels = "".join(f'<div class="ap-shape" data-shape="{html.escape(k)}"{"" if k == self.initial else " hidden"}>'
+                         f"{html_table(t)}</div>" for k, t in self.tables.items())
+        script = ("<script>(function (root) { var pick = root.querySelector('select');"
+                  " pick.addEventListener('change', function () {"
+                  " root.querySelectorAll('.ap-shape').forEach(function (p) {"
+                  " p.hidden = p.dataset.shape !== pick.value; }); }); })"
+                  "(document.currentScript.parentElement);</script>")
+        return (f'<div class="ap-shape-explorer"><label>Recorded shape '
+                f'<select aria-label="recorded shape">{options}</select></label>'
+                f"<p><small>In replay the shapes are those recorded on the GPU; live, any shape.</small></p>"
+                f"{panels}{script}</div>")
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/html": self.to_html(), "text/plain": self.tables[self.initial].to_string()}
+
+
+def shape_explorer(stages, fetch: Callable[[str, Shape], Profile], recorded: Sequence[Shape] | None = None):
     """Pick a shape and re-profile the stages with `fetch(stage, shape)`. Live (`recorded` None):
-    any shape; in replay: the `recorded` ones (helpers.shape_explorer decides which)."""
+    any shape, a widget form; in replay: the `recorded` ones (helpers.shape_explorer decides which),
+    precomputed here and picked in the browser."""
+    if recorded is not None:
+        shapes = sorted(recorded, key=lambda s: (s.head_dim, s.seq))
+        tables = {s.key: sweep(stages, [s], fetch).set_index("stage")[SHOWN] for s in shapes}
+        return RecordedShapes(tables, DEFAULT_SHAPE.key if DEFAULT_SHAPE.key in tables else shapes[0].key)
+    import ipywidgets as w
     out = w.Output()
-    if recorded is None:
-        controls = {name: w.IntText(value=getattr(DEFAULT_SHAPE, name), description=name)
-                    for name in ("batch", "heads", "seq", "head_dim")}
-        controls["dtype"] = w.Dropdown(options=sorted(DTYPES), value=DEFAULT_SHAPE.dtype, description="dtype")
-        read = lambda: Shape(**{k: c.value for k, c in controls.items()})  # noqa: E731
-        boxes = list(controls.values())
-    else:
-        options = [(s.key, s) for s in sorted(recorded, key=lambda s: (s.head_dim, s.seq))]
-        pick = w.Dropdown(options=options, value=DEFAULT_SHAPE, description="recorded")
-        read = lambda: pick.value  # noqa: E731
-        boxes = [pick, w.HTML("<small>In replay the shapes are those recorded on the GPU.</small>")]
+    controls = {name: w.IntText(value=getattr(DEFAULT_SHAPE, name), description=name)
+                for name in ("batch", "heads", "seq", "head_dim")}
+    controls["dtype"] = w.Dropdown(options=sorted(DTYPES), value=DEFAULT_SHAPE.dtype, description="dtype")
+    read = lambda: Shape(**{k: c.value for k, c in controls.items()})  # noqa: E731
+    boxes = list(controls.values())
     button = w.Button(description="Profile", button_style="primary", icon="play")
 
     def run(_=None):
@@ -108,11 +83,11 @@ def shape_explorer(stages, fetch: Callable[[str, Shape], Profile],
         with out:
             try:
                 shape = read()
-                table = sweep(stages, [shape], fetch)
+                table = sweep(stages, [shape], fetch, live=True)
             except (ValueError, RuntimeError) as err:  # bad shape, backend unavailable: say why
                 print(err)
                 return
-            display(table.set_index("stage")[["gpu_events", "gpu_time_us", "cpu_time_us", "do_bench_us"]])
+            display(table.set_index("stage")[SHOWN])
 
     button.on_click(run)
     return w.VBox(boxes + [button, out])

@@ -1,0 +1,291 @@
+"""The guess-first questions (helpers/views/guess.py, js/guess.js) in headless Chromium.
+
+The page holds the questions' own notebook outputs (what the book, JupyterLab and Colab show),
+served from memory at http://book.test/notebooks/questions.html; every other request is aborted
+and reported. The JavaScript judge is held to the Python one on a sweep of inputs (every verdict
+and every message the same), the questions are answered as a reader answers them (mouse and
+keyboard alone, at 1400×900 and 390×844), and the same output works in a sandboxed frame as Colab
+shows outputs (no same-origin: no localStorage). Every expected verdict comes from
+``guess.judge`` on keys computed from the replay set's traces; none is typed in.
+"""
+from __future__ import annotations
+
+import html
+import itertools
+import random
+
+import pytest
+
+from helpers import profile_stage
+from helpers.views import guess
+
+pytestmark = pytest.mark.browser
+
+BASE = "http://book.test"
+PATH = "/notebooks/questions.html"
+STAGES = ["naive", "inplace", "sdpa_math", "sdpa_flash", "naive_compiled"]
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    return {s: profile_stage(s, mode="replay", quiet=True) for s in STAGES}
+
+
+@pytest.fixture(scope="module")
+def keys(profiles) -> list[dict]:
+    out = [guess.kernels_key(p) for p in profiles.values()]
+    out.append(guess.speed_key(profiles["inplace"], profiles["naive"]))
+    flash_us = profiles["sdpa_flash"].summary()["gpu_time_us"]
+    out += [guess.number_key("n-rel", "How many µs?", flash_us, tolerance=0.25, unit=" µs"),
+            guess.number_key("n-exact", "How many events?", len(profiles["naive"].kernels())),
+            guess.number_key("n-neg", "A negative number?", -12.5, tolerance=0.1),
+            guess.choice_key("c", "Which?", ["left", "right", "nowhere: it stays"], "right")]
+    return out
+
+
+def page_html(body: str) -> str:
+    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1"><title>questions</title>'
+            f'</head><body><main><h1>Questions</h1>{body}</main></body></html>')
+
+
+class Page:
+    def __init__(self, browser, html: str, viewport=(1400, 900), color_scheme="light"):
+        self.html, self.problems = html, []
+        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
+                                           color_scheme=color_scheme)
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: m.type in ("error", "warning") and self.problems.append(
+            f"console {m.type}: {m.text}"))
+        self.page.on("pageerror", lambda e: self.problems.append(f"uncaught exception: {e}"))
+
+    def _route(self, route):
+        if route.request.url.split("?")[0] == BASE + PATH:
+            route.fulfill(body=self.html, content_type="text/html; charset=utf-8")
+        else:
+            self.problems.append(f"request outside the page: {route.request.url}")
+            route.abort()
+
+    def open(self, wait: bool = True):
+        self.page.goto(BASE + PATH, wait_until="load")
+        if wait:
+            self.page.wait_for_function("() => !!window.attentionProfiled?.guess")
+        return self
+
+
+@pytest.fixture
+def open_page(browser):
+    pages = []
+
+    def open_(html: str, wait: bool = True, **kwargs) -> Page:
+        p = Page(browser, html, **kwargs).open(wait)
+        pages.append(p)
+        return p
+
+    yield open_
+    for p in pages:
+        p.context.close()
+
+
+# --- the sweep: the JavaScript judge against the Python one ------------------------------------
+
+def kernel_inputs(key: dict, rng: random.Random) -> list[str]:
+    kinds = [a["kind"] for a in key["answer"]]
+    vocabulary = list(key["kinds"]) + list(key["aliases"])
+    out = [", ".join(kinds), " , ".join(kinds) + " ,", "\n".join(kinds), " -> ".join(kinds), "→".join(kinds),
+           ";".join(k.upper() for k in kinds), ", ".join(k.replace("_", " ") for k in kinds),
+           ", ".join(reversed(kinds)), ", ".join(kinds[1:]), ", ".join(kinds + ["gemm"]),
+           ", ".join(["gemm"] + kinds), "gemm, softmax, gemm", "matmul, masked fill, softmax, matmul",
+           "", "   ", ",,,", "gemm, gemmm", "gemm, $&, {kinds}", "attention", "Memcpy , MEMSET",
+           "masked-fill", "gemm\u00a0, softmax", "ｇｅｍｍ", "gemm, , softmax"]
+    for _ in range(40):  # random lists over the vocabulary, of the answer's length and around it
+        n = max(0, len(kinds) + rng.randint(-2, 2))
+        out.append(", ".join(rng.choice(vocabulary + kinds * 3) for _ in range(n)))
+    return out
+
+
+def number_inputs(key: dict) -> list[str]:
+    a, t = key["answer"], key["tolerance"]
+    values = [a, a * (1 + t), a * (1 - t), a * (1 + t) * 1.0000001, a * (1 - t) * 0.9999999, 0, -a, a * 10,
+              a + 1, a - 1, round(a), round(a, 1)]
+    out = [repr(v) for v in values] + [f"{v:.2f}" for v in values]
+    out += [f"{a:,.1f}", f"{a}×", f"{a} x", f"{a}%", f" {a} µs ", f"{a}us", "1e3", "1e400", ".5", "5.",
+            "+3", "--3", "3.4.5", "abc", "", " ", "12 warps", "twelve", "NaN", "Infinity", "0x10", "1_000"]
+    return out
+
+
+def choice_inputs(key: dict) -> list[str]:
+    return [*key["options"], *(f"  {o} " for o in key["options"]), *(o.upper() for o in key["options"]),
+            "", "neither", "$&"]
+
+
+def test_the_javascript_judge_agrees_with_python_on_a_sweep(open_page, keys):
+    rng = random.Random(20)
+    cases = []
+    for key in keys:
+        texts = (kernel_inputs(key, rng) if key["type"] == "kernels" else
+                 number_inputs(key) if key["type"] == "number" else choice_inputs(key))
+        cases += [(key, t) for t in texts]
+    # the kernels keys judged against each other's answers too: every pair of stages
+    kernel_keys = [k for k in keys if k["type"] == "kernels"]
+    for a, b in itertools.product(kernel_keys, repeat=2):
+        cases.append((a, ", ".join(x["kind"] for x in b["answer"])))
+    page = open_page(page_html(guess.Question(keys[0]).to_html()))
+    got = page.page.evaluate("(cases) => cases.map(([k, t]) => window.attentionProfiled.guess.judge(k, t))",
+                             [[k, t] for k, t in cases])
+    want = [guess.judge(k, t) for k, t in cases]
+    mismatched = [(k["id"], t, g, w) for (k, t), g, w in zip(cases, got, want) if g != w]
+    assert not mismatched, mismatched[:5]
+    assert len(cases) > 400
+    # the sweep reaches every outcome: right, wrong, each kind of bad input
+    outcomes = {w.get("verdict") or w["message"].split(" ")[0] for w in want}
+    assert {"right", "wrong", "Type", "Not", "Pick"} <= outcomes, outcomes
+    assert any(not w["valid"] and "is not a number" in w["message"] for w in want)
+    assert any(not w["valid"] and "is not one of the options" in w["message"] for w in want)
+    statuses = {i["status"] for w in want if w["valid"] for i in w["items"]}
+    assert statuses == {"matched", "missing", "extra", "differs"}
+    assert not page.problems, page.problems
+
+
+# --- as a reader answers -----------------------------------------------------------------------
+
+def right_text(key: dict) -> str:
+    if key["type"] == "kernels":
+        return ", ".join(a["kind"] for a in key["answer"])
+    return repr(key["answer"]) if key["type"] == "number" else key["answer"]
+
+
+def wrong_text(key: dict) -> str:
+    if key["type"] == "kernels":
+        kinds = [a["kind"] for a in key["answer"]]
+        return ", ".join(kinds + ["softmax"])
+    if key["type"] == "number":
+        return repr(key["answer"] * 3 + 7)
+    return next(o for o in key["options"] if o != key["answer"])
+
+
+def answer(page, key: dict, text: str, keyboard: bool = False) -> None:
+    root = page.locator(f'[data-apq="{key["id"]}"]')
+    if key["type"] == "choice":
+        radio = root.locator(f'input[type=radio][value="{text}"]')
+        if keyboard:
+            radio.focus()
+            page.keyboard.press("Space")
+            page.keyboard.press("Tab")  # out of the radio group, onto Look at the trace
+            page.keyboard.press("Enter")
+        else:
+            radio.check()
+            root.locator("button.apq-look").click()
+    else:
+        field = root.locator("input.apq-input")
+        if keyboard:
+            field.focus()
+            page.keyboard.press("Control+A")
+            page.keyboard.type(text)
+            page.keyboard.press("Enter")
+        else:
+            field.fill(text)
+            root.locator("button.apq-look").click()
+
+
+@pytest.mark.parametrize("viewport", [(1400, 900), (390, 844)], ids=["laptop", "phone"])
+def test_a_reader_guesses_and_the_key_decides(open_page, keys, viewport):
+    group = guess.Questions([guess.Question(k) for k in keys])
+    p = open_page(page_html(group.to_html()), viewport=viewport)
+    page = p.page
+    for key in keys:
+        root = page.locator(f'[data-apq="{key["id"]}"]')
+        for text, keyboard in ((wrong_text(key), False), (right_text(key), True)):
+            answer(page, key, text, keyboard)
+            want = guess.judge(key, text)["verdict"]
+            assert root.get_attribute("data-apq-verdict") == want, (key["id"], text)
+            result = root.locator(".apq-result")
+            assert result.is_visible()
+            # the reader's own words, beside the trace's
+            words = [t for t in (x.strip() for x in text.replace("→", ",").split(",")) if t]
+            shown = result.inner_text()
+            assert all(w in shown for w in words), (words, shown)
+            assert key["answerText"] in shown
+        # bad input: a message, never a verdict
+        if key["type"] != "choice":
+            root.locator("input.apq-input").fill("")
+            root.locator("button.apq-look").click()
+            assert root.locator(".apq-message").inner_text() == key["messages"]["empty"]
+            bad = "gemmm" if key["type"] == "kernels" else "twelve"
+            root.locator("input.apq-input").fill(bad)
+            root.locator("button.apq-look").click()
+            assert root.locator(".apq-message").inner_text() == guess.judge(key, bad)["message"]
+            assert root.locator(".apq-result").is_hidden()
+            assert root.locator("input.apq-input").get_attribute("aria-invalid") == "true"
+    # nothing wider than the screen
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= viewport[0]
+    page.screenshot(path=f"/tmp/apq-{viewport[0]}.png", full_page=True)
+    assert not p.problems, p.problems
+
+
+def test_reveal_without_a_guess_by_keyboard_and_links_to_what_explains(open_page, keys):
+    key = keys[0]  # naive's kernels
+    rows = "".join(f'<tr id="{a["href"][1:]}"><td>{a["label"]}</td></tr>' for a in key["answer"])
+    table = f'<div id="{key["explainedBy"]["href"][1:]}"><table>{rows}</table></div>'
+    p = open_page(page_html(guess.Question(key).to_html() + table))
+    page = p.page
+    page.locator("input.apq-input").focus()
+    page.keyboard.press("Tab")  # Look at the trace
+    page.keyboard.press("Tab")  # Just reveal
+    assert page.evaluate("() => document.activeElement.className") == "apq-reveal"
+    page.keyboard.press("Enter")
+    root = page.locator(f'[data-apq="{key["id"]}"]')
+    assert root.get_attribute("data-apq-verdict") == "revealed"
+    assert root.locator(".apq-items tbody tr").count() == len(key["answer"])
+    # a wrong guess: each missing event links to its row, which exists
+    answer(page, key, "gemm, softmax, gemm")
+    links = root.locator("tr.apq-missing a.apq-why")
+    assert links.count() == len(key["answer"]) - 3
+    links.first.click()
+    target = links.first.get_attribute("href")[1:]
+    assert page.evaluate("() => document.activeElement.id") == target
+    assert not p.problems, p.problems
+
+
+def test_a_return_visit_shows_the_kept_guess_and_the_scorecard_lists_it(browser, keys):
+    p = Page(browser, page_html(guess.Question(keys[0]).to_html())).open()
+    try:
+        answer(p.page, keys[0], "gemm, softmax, gemm")
+        stored = p.page.evaluate("(k) => JSON.parse(localStorage.getItem(k))", guess.STORAGE_KEY)
+        assert stored[keys[0]["id"]]["guess"] == "gemm, softmax, gemm"
+        assert stored[keys[0]["id"]]["verdict"] == guess.judge(keys[0], "gemm, softmax, gemm")["verdict"]
+        p.page.reload()
+        p.page.wait_for_function("() => !!window.attentionProfiled?.guess")
+        root = p.page.locator(f'[data-apq="{keys[0]["id"]}"]')
+        assert root.locator("input.apq-input").input_value() == "gemm, softmax, gemm"
+        assert "earlier visit" in root.locator(".apq-result").inner_text()
+        # the scorecard, on another page of the same book
+        p.html = page_html(guess.scorecard().to_html())
+        p.page.reload()
+        p.page.wait_for_selector(".apq-score table")
+        text = p.page.locator(".apq-score").inner_text()
+        assert "gemm, softmax, gemm" in text and keys[0]["question"] in text and "Questions" in text
+        p.page.locator("button.apq-clear").click()
+        assert "No guesses kept" in p.page.locator(".apq-score").inner_text()
+        assert p.page.evaluate("(k) => localStorage.getItem(k)", guess.STORAGE_KEY) is None
+        assert not p.problems, p.problems
+    finally:
+        p.context.close()
+
+
+def test_the_question_works_in_a_sandboxed_frame_as_colab_shows_outputs(open_page, keys):
+    # Colab runs each output in its own sandboxed iframe; without allow-same-origin there is no
+    # localStorage (it throws), and the question must work all the same
+    key = keys[1]
+    inner = page_html(guess.Question(key).to_html())
+    frame = f'<iframe sandbox="allow-scripts" style="width:100%;height:700px" srcdoc="{html.escape(inner, quote=True)}"></iframe>'
+    p = open_page(page_html(frame), wait=False)
+    f = p.page.frame_locator("iframe")
+    f.locator("[data-apq-mounted]").wait_for()
+    f.locator("input.apq-input").fill(wrong_text(key))
+    f.locator("button.apq-look").click()
+    root = f.locator(f'[data-apq="{key["id"]}"]')
+    assert root.get_attribute("data-apq-verdict") == guess.judge(key, wrong_text(key))["verdict"]
+    assert "softmax" in root.locator(".apq-result").inner_text()
+    assert not [x for x in p.problems if "localStorage" in x or "uncaught" in x], p.problems
