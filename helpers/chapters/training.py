@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from IPython.display import HTML
 
+from ..core.bound import LINE, of_call
 from ..core import backward as bw
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, Shape
@@ -354,6 +355,7 @@ def glue_training(profiles: Mapping[str, Profile], memory: dict) -> dict:
             values[f"tr_{stage}_bwd_driver"] = int(e["launched_by"].astype(str).str.startswith("cuLaunch").sum())
     ms = bw.max_seq(memory).set_index("stage")
     values["tr_cap_seq"] = f"{int(ms['max_seq'].max()):,}"
+    values["tr_line_pct"] = f"{LINE:.0%}"  # the one bound's line, as the timer table draws it
     values = {k: _plain(v) for k, v in values.items()}
     for k, v in values.items():
         glue(k, v)
@@ -380,17 +382,22 @@ def trace_note(prof: Profile) -> HTML:
 
 
 def timer_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
-    """GPU time of one training step: the profiler's sum of GPU events (median step) against
-    triton's do_bench of the same step, and CUDA events."""
+    """GPU time of one training step: the profiler's sum of GPU events (the last profiled step,
+    the one the other tables show) against triton's do_bench of the same step, and the bound the
+    book's one definition (helpers.core.bound) draws from the two."""
     rows = []
     for stage, prof in profiles.items():
         s = prof.summary()
         p = prof.provenance
+        b = of_call(s)
         rows.append({"stage": stage, "profiler GPU µs": round(float(s["gpu_time_us"]), 1),
                      "do_bench µs": round(p.do_bench_us, 1) if p.do_bench_us else None,
-                     "CUDA events µs": round(p.cuda_event_time_us, 1) if p.cuda_event_time_us else None,
-                     "do_bench / profiler": round(p.do_bench_us / float(s["gpu_time_us"]), 2) if p.do_bench_us else None})
-    return pd.DataFrame(rows)
+                     "do_bench / profiler": round(p.do_bench_us / float(s["gpu_time_us"]), 2) if p.do_bench_us else None,
+                     "bound": "no independent timing recorded" if b is None else b.words})
+    table = pd.DataFrame(rows)
+    table.attrs["caption"] = ("One training step: the last profiled step's GPU events against do_bench per step; "
+                              f"bound by the GPU when do_bench is at most {LINE:.0%} longer (glossary: bound by the CPU / by the GPU).")
+    return table
 
 
 def glue_work(work: pd.DataFrame) -> dict:
