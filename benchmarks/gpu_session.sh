@@ -7,7 +7,8 @@
 #   ncu        Nsight Compute's counters for every stage (needs ncu)
 #   tests      the GPU tests, and the table tests against the traces just recorded
 #   notebooks  execute every notebook live with nbclient, as the book's build does: from a cold
-#              cache, then warm (PASSES="cold warm"), per notebook and per cell over SLOW_CELL s
+#              cache, then warm (PASSES="cold warm"), per notebook and per cell over SLOW_CELL s;
+#              KEEP_CACHE=1 keeps ATTN_PROFILED_CACHE (a warm pass in a second call)
 #   space      start JupyterLab with space/start.sh, as the GPU Space does, and run every notebook
 #              through it (space/run_on_server.py), then the tests of space/start.sh
 # What the recording steps wrote comes back packed in $OUT/recorded.tar.gz.
@@ -69,7 +70,8 @@ if step notebooks; then
   # timed forwards, ATTN_PROFILED_CACHE, emptied first), then warm, as a reader's second run or a
   # later notebook of the same session finds it. Per notebook and per cell over SLOW_CELL seconds.
   export ATTN_PROFILED_CACHE=${ATTN_PROFILED_CACHE:-$OUT/cache}
-  rm -rf "$ATTN_PROFILED_CACHE"
+  # KEEP_CACHE=1: a later call on the same machine runs warm from what an earlier one measured
+  [ "${KEEP_CACHE:-0}" = 1 ] || rm -rf "$ATTN_PROFILED_CACHE"
   for pass in ${PASSES:-cold warm}; do
   mkdir -p "$OUT/executed/$pass"
   # shellcheck disable=SC2086  # NOTEBOOKS is a list of paths or globs
