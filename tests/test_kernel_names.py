@@ -211,6 +211,36 @@ def test_flash_hub_build_and_split_kv():
             s.details["Append_KV"]) == (True, True, True, False)
 
 
+# Uneven MN, even K, non-square 128x32 tiles, head_dim 96, fp16: every flag distinct from its
+# neighbours' so that a decoder reading two of them in the wrong order is caught. Written from
+# FlashAttention-2's signatures (Dao-AILab/flash-attention csrc/flash_attn/src):
+#   kernel_traits.h: Flash_fwd_kernel_traits<kHeadDim, kBlockM, kBlockN, kNWarps, Is_Q_in_regs,
+#                                            Share_Q_K_smem, elem_type, Base>
+#   flash_fwd_launch_template.h: flash_fwd_kernel<Kernel_traits, Is_dropout, Is_causal, Is_local,
+#                                Has_alibi, Is_even_MN, Is_even_K, Is_softcap, Return_softmax>
+UPSTREAM_TRAITS = ("head_dim", "block_m", "block_n", "warps", "Is_Q_in_regs", "Share_Q_K_smem")
+UPSTREAM_FWD_FLAGS = ("Is_dropout", "Is_causal", "Is_local", "Has_alibi", "Is_even_MN", "Is_even_K",
+                      "Is_softcap", "Return_softmax")
+UNEVEN_TRAITS = ("96", "128", "32", "4", "true", "false")
+UNEVEN_FLAGS = ("false", "true", "false", "false", "false", "true", "false", "false")
+FLASH_UNEVEN = ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<" + ", ".join(UNEVEN_TRAITS)
+                + ", cutlass::half_t, Flash_kernel_traits<96, 128, 32, 4, cutlass::half_t> >, "
+                + ", ".join(UNEVEN_FLAGS) + ">(pytorch_flash::Flash_fwd_params)")
+
+
+def test_flash_uneven_mn_even_k_non_square_tiles():
+    k = decode(FLASH_UNEVEN)
+    as_python = lambda v: {"true": True, "false": False}.get(v, None) if not v.isdigit() else int(v)  # noqa: E731
+    expected = dict(zip(UPSTREAM_TRAITS, map(as_python, UNEVEN_TRAITS)))
+    expected |= dict(zip(UPSTREAM_FWD_FLAGS, map(as_python, UNEVEN_FLAGS)))
+    assert {key: k.details[key] for key in expected} == expected
+    assert k.details["Is_even_MN"] is False and k.details["Is_even_K"] is True
+    assert (k.dtype, k.tile) == ("fp16", f"{UNEVEN_TRAITS[1]}x{UNEVEN_TRAITS[2]}")
+    assert k.details["threads"] == 32 * int(UNEVEN_TRAITS[3])
+    assert k.summary.startswith(f"FlashAttention-2 forward, head_dim {UNEVEN_TRAITS[0]}, "
+                                f"{UNEVEN_TRAITS[1]}x{UNEVEN_TRAITS[2]} tiles")
+
+
 def test_flash_truncated_keeps_what_it_read():
     k = decode(FLASH[:120])
     assert (k.kind, k.library) == ("attention", "FlashAttention-2")
