@@ -43,11 +43,15 @@ def raw_document(path: Path) -> dict:
         return json.load(f)
 
 
-def raw_last_step(path: Path) -> tuple[list[tuple[dict, set[str]]], tuple[float, float], list[dict]]:
-    """The last profiler step's GPU events, read from the raw JSON with plain loops: each event (with
-    `launched_by`, the runtime or driver call of the same correlation id) and the names of the host ops
-    that hold that call; the step's (start, end); and all events."""
-    events = raw_document(path)["traceEvents"]
+def _events(source: Path | list[dict]) -> list[dict]:
+    return source if isinstance(source, list) else raw_document(source)["traceEvents"]
+
+
+def raw_last_step(source: Path | list[dict]) -> tuple[list[tuple[dict, set[str]]], tuple[float, float], list[dict]]:
+    """The last profiler step's GPU events, read from the raw JSON (a file, or its event list) with
+    plain loops: each event (with `launched_by`, the runtime or driver call of the same correlation
+    id) and the names of the host ops that hold that call; the step's (start, end); and all events."""
+    events = _events(source)
     steps = [e for e in events if re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")) and e["ph"] == "X"]
     last = max(steps, key=lambda e: int(e["name"].split("#")[1]))
     lo, hi = last["ts"], last["ts"] + last["dur"]
@@ -61,6 +65,36 @@ def raw_last_step(path: Path) -> tuple[list[tuple[dict, set[str]]], tuple[float,
         holders = {o["name"] for o in ops if o["ts"] <= call["ts"] and o["ts"] + o["dur"] >= call["ts"] + call["dur"]}
         out.append((e | {"launched_by": call["name"]}, holders))
     return out, (lo, hi), events
+
+
+def raw_forward_ops(source: Path | list[dict]) -> list[str]:
+    """The names of the host ops under the last profiler step's attn_fwd annotation (itself excluded),
+    read from the raw JSON (a file, or its event list)."""
+    events = _events(source)
+    _, (lo, hi), _ = raw_last_step(events)
+    root = next(e for e in events if e.get("cat") == "user_annotation" and e.get("name") == "attn_fwd"
+                and e.get("ph") == "X" and lo <= e["ts"] <= hi)
+    return [e["name"] for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"
+            and root["ts"] <= e["ts"] and e["ts"] + e["dur"] <= root["ts"] + root["dur"]]
+
+
+def raw_per_step(events: list[dict]) -> list[tuple[float, float]]:
+    """Per profiler step, from the raw events: GPU time (the summed durations of the GPU events
+    whose launch, tied by correlation id, lies in the step) and CPU time (the step's attn_fwd
+    annotation), in µs."""
+    complete = [e for e in events if e.get("ph") == "X"]
+    steps = [e for e in complete if re.fullmatch(r"ProfilerStep#\d+", e.get("name", ""))]
+    rows = []
+    for step in steps:
+        lo, hi = step["ts"], step["ts"] + step["dur"]
+        calls = {e["args"]["correlation"] for e in complete if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                 and lo <= e["ts"] <= hi and "correlation" in e.get("args", {})}
+        gpu = sum(e["dur"] for e in complete if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                  and e["args"].get("correlation") in calls)
+        cpu = sum(e["dur"] for e in complete if e.get("name") == "attn_fwd" and e.get("cat") == "user_annotation"
+                  and lo <= e["ts"] <= hi)
+        rows.append((gpu, cpu))
+    return rows
 
 
 @pytest.fixture(scope="session")
