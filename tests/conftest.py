@@ -68,14 +68,14 @@ def raw_last_step(source: Path | list[dict]) -> tuple[list[tuple[dict, set[str]]
 
 
 def raw_forward_ops(source: Path | list[dict]) -> list[str]:
-    """The names of the host ops under the last profiler step's attn_fwd annotation (itself excluded),
-    read from the raw JSON (a file, or its event list)."""
+    """The names of the host ops (cpu_op and user_annotation events) under the last profiler step's
+    attn_fwd annotation (itself excluded), read from the raw JSON (a file, or its event list)."""
     events = _events(source)
     _, (lo, hi), _ = raw_last_step(events)
     root = next(e for e in events if e.get("cat") == "user_annotation" and e.get("name") == "attn_fwd"
                 and e.get("ph") == "X" and lo <= e["ts"] <= hi)
-    return [e["name"] for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"
-            and root["ts"] <= e["ts"] and e["ts"] + e["dur"] <= root["ts"] + root["dur"]]
+    return [e["name"] for e in events if e.get("cat") in ("cpu_op", "user_annotation") and e.get("ph") == "X"
+            and e is not root and root["ts"] <= e["ts"] and e["ts"] + e["dur"] <= root["ts"] + root["dur"]]
 
 
 def raw_per_step(events: list[dict]) -> list[tuple[float, float]]:
