@@ -448,10 +448,9 @@ def test_a_link_opens_the_calculator_on_its_configuration(visit, book):
     # a refused field: its message, the results stale
     field = v.page.locator('.apo-field[data-field="threads"]')
     field.locator('input[type="text"]').fill("1025")
-    try:
+    with pytest.raises(ValueError) as refused:
         occupancy("L40S", 1025, 40, 30000)
-    except ValueError as err:
-        assert field.locator(".apo-error").inner_text() == str(err)
+    assert field.locator(".apo-error").inner_text() == str(refused.value)
     assert calculator_state(v)["stale"]
     for visit_ in (v, again, bad):
         assert not visit_.problems, "\n".join(visit_.problems)
