@@ -1,16 +1,55 @@
 import gzip
+import importlib
 import importlib.util
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["pytester"]  # tests/test_honest_skips.py runs small suites with this conftest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
 TRACES = sorted((ROOT / "notebooks" / "traces").glob("*/*__*.json.gz"))
+
+
+# CI (a fresh clone, .ci/run) sets CI=true: there every pinned tool must be present, and a test
+# that needs one fails instead of skipping, so that a missing tool never passes as a skip
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing_tool(what: str, how: str = "pip install -r requirements.txt") -> None:
+    """Skip (or, in CI, fail) a test whose pinned tool is missing, saying which and how to get it."""
+    message = f"{what} is missing: {how}"
+    if IN_CI:
+        pytest.fail(f"{message} (CI=true: a pinned tool must be installed)", pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
+def require(module: str, what: str | None = None):
+    """Import a pinned module, or skip (fail in CI) saying it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        missing_tool(f"{what or module} ({err})")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """The whole suite (`python -m pytest`, no test named) runs on two workers with pytest-xdist,
+    tests of one load group (the book build and what reads it) on one worker. A run naming tests,
+    or giving -n itself, is left as asked."""
+    positional = [a for a in config.invocation_params.args if not str(a).startswith("-")]
+    if (config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None) is None
+            and not positional and not config.option.collectonly and "PYTEST_XDIST_WORKER" not in os.environ):
+        config.option.numprocesses = 2
+        config.option.dist = "loadgroup"
 
 
 def cuda_available() -> bool:
@@ -22,9 +61,15 @@ def cuda_available() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    # under pytest-xdist: the book build and the tests that read it start first (one worker), the
+    # browser tests, which wait for that build, come last
+    def order(item) -> int:
+        group = item.get_closest_marker("xdist_group")
+        return 0 if group is not None and group.args[:1] == ("book",) else 2 if "browser" in item.keywords else 1
+    items.sort(key=order)
     if cuda_available():
         return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False here)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
@@ -99,7 +144,9 @@ def raw_per_step(events: list[dict]) -> list[tuple[float, float]]:
 
 @pytest.fixture(scope="session")
 def recorded_traces() -> list[Path]:
-    assert TRACES, "the replay set under notebooks/traces is missing"
+    """The replay set: a test over the recordings takes this fixture, so that an empty set fails
+    instead of leaving nothing to parametrize (or skipping)."""
+    assert TRACES, "the replay set under notebooks/traces is missing: git checkout -- notebooks/traces"
     return TRACES
 
 
@@ -115,3 +162,53 @@ def browser():
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         yield b
         b.close()
+
+
+# --- the book, built once per test run --------------------------------------------------------
+
+BOOK_GROUP = pytest.mark.xdist_group("book")  # the tests that read the build, on one worker
+
+
+def _build_book(out: Path) -> Path:
+    jb = Path(sys.executable).parent / "jupyter-book"
+    if not jb.exists():  # the GPU machine runs the tests without the book's build tools
+        missing_tool(f"{jb}")
+    result = subprocess.run([str(jb), "build", str(ROOT), "-W", "-n", "--keep-going", "--path-output", str(out)],
+                            capture_output=True, text=True, timeout=3000)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
+    return out / "_build"
+
+
+@pytest.fixture(scope="session")
+def book_build(tmp_path_factory) -> Path:
+    """The book's `_build` folder (`html/`, and `jupyter_execute/`: every notebook as the build
+    executed it), built once per run: the one execution of the notebooks that the tests read.
+    ATTN_PROFILED_BOOK_HTML names an existing `_build/html` to use instead. Under pytest-xdist a
+    file lock lets one worker build and the others wait for it."""
+    given = os.environ.get("ATTN_PROFILED_BOOK_HTML")
+    if given:
+        html = Path(given).resolve()
+        assert (html / "index.html").exists(), f"ATTN_PROFILED_BOOK_HTML={given} is not a built book"
+        return html.parent
+    from filelock import FileLock
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+    out, failed = shared / "book", shared / "book.failed"
+    with FileLock(str(shared / "book.lock")):
+        if failed.exists():
+            pytest.fail(f"the book build failed (in another worker):\n{failed.read_text()}", pytrace=False)
+        if not (out / "_build" / "html" / "index.html").exists():
+            try:
+                _build_book(out)
+            except AssertionError as err:
+                failed.write_text(str(err))
+                raise
+    return out / "_build"
+
+
+def executed_notebook(build: Path, name: str):
+    """A notebook as the book build executed it (`_build/jupyter_execute/notebooks/<name>.ipynb`)."""
+    import nbformat
+    path = build / "jupyter_execute" / "notebooks" / f"{name}.ipynb"
+    assert path.exists(), f"{path} is missing: the build did not execute {name}"
+    return nbformat.read(path, as_version=4)

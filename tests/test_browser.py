@@ -83,19 +83,10 @@ TEXT_NOTEBOOKS = {f"book/{p.stem}" for p in (ROOT / "book").glob("*.md")
 # --- session fixtures: build, serve, browse -----------------------------------------------------
 
 @pytest.fixture(scope="session")
-def book(tmp_path_factory, request) -> Path:
-    """The built _build/html; screenshots go beside it, in _build/screenshots."""
-    given = os.environ.get("ATTN_PROFILED_BOOK_HTML")
-    if given:
-        html_dir = Path(given).resolve()
-        assert (html_dir / "index.html").exists(), f"ATTN_PROFILED_BOOK_HTML={given} is not a built book"
-    else:
-        out = tmp_path_factory.mktemp("browser_book")
-        jb = Path(sys.executable).parent / "jupyter-book"
-        result = subprocess.run([str(jb), "build", str(ROOT), "-W", "-n", "--keep-going",
-                                 "--path-output", str(out)], capture_output=True, text=True, timeout=3000)
-        assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
-        html_dir = out / "_build" / "html"
+def book(book_build, request) -> Path:
+    """The built _build/html (conftest's one build per run); screenshots go beside it, in
+    _build/screenshots."""
+    html_dir = book_build / "html"
     shots = html_dir.parent / "screenshots"
     shots.mkdir(exist_ok=True)
 
@@ -384,8 +375,7 @@ def test_template_kernel_names_read_literally(visit, book):
     text = body_text(v)
     assert "flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4" in text
     assert "masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)" in text
-    if not (book / "notebooks" / "05_sdpa_flash.html").exists():
-        pytest.skip("notebooks/05_sdpa_flash.html is not built yet")
+    assert (book / "notebooks" / "05_sdpa_flash.html").exists(), "the build has no notebooks/05_sdpa_flash.html"
     assert "<Flash_fwd_kernel_traits<" in body_text(visit("notebooks/05_sdpa_flash.html"))
 
 

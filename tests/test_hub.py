@@ -11,7 +11,7 @@ from unittest import mock
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import ROOT
+from conftest import BOOK_GROUP, ROOT, executed_notebook, require
 
 from helpers import StageUnavailable, get_stage
 from helpers.pages import hub_flash as page
@@ -19,7 +19,7 @@ from helpers.profiling import hub_kernel as hub
 from helpers.profiling.replay import trace_path
 from helpers.profiling.stages import DEFAULT_SHAPE, Shape
 
-kernels = pytest.importorskip("kernels")
+kernels = require("kernels", "kernels (pinned in requirements.txt)")
 
 SMALL = Shape(batch=2, heads=4, seq=64, head_dim=64, dtype="float32")
 RECORDED = trace_path("hub_flash", DEFAULT_SHAPE)
@@ -242,12 +242,9 @@ def test_without_a_hub_flash_trace_the_page_shows_sdpa_flash_labelled_as_such(mo
 
 
 @recorded
-def test_the_notebook_runs_in_replay():
-    import nbclient
-    import nbformat
-    path = ROOT / "notebooks" / "04d_hub_flash.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+@BOOK_GROUP
+def test_the_notebook_runs_in_replay(book_build):
+    # the book build's execution of the page (the book is built in replay, where there is no GPU)
+    nb = executed_notebook(book_build, "04d_hub_flash")
     text = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert "Replaying hub_flash" in text and "Traceback" not in text
