@@ -9,7 +9,7 @@ In a fresh copy of the repository, with the jupyter-book of this Python environm
 
 1. cold build: `jupyter-book build . -W -n --keep-going`, nothing built before;
 2. rebuild with nothing changed;
-3. rebuild after one helper changes (a comment appended to helpers/pages/tables.py): the notebooks
+3. rebuild after one helper changes (a comment appended to helpers/views/tables.py): the notebooks
    must run again, or their pages would show the old helper's outputs. The table says how many
    notebooks each build executed;
 4. the weight of each page in headless Chromium, cold cache: the HTML alone, and everything the
@@ -215,7 +215,7 @@ def main() -> None:
         helper = repo / "helpers" / "pages" / "tables.py"
         helper.write_text(helper.read_text() + "\n# benchmark: one helper changed\n")
         seconds, executed, _ = build(repo)
-        builds.append({"build": "rebuild, helpers/pages/tables.py changed", "seconds": seconds,
+        builds.append({"build": "rebuild, helpers/views/tables.py changed", "seconds": seconds,
                        "notebooks executed": executed})
         notebooks = len(list((repo / "notebooks").glob("*.ipynb")))
         html_dir = repo / "_build" / "html"

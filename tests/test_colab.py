@@ -109,7 +109,7 @@ def test_in_colab_charts_bring_their_own_plotly_js():
     code = ("import sys, types\n"
             "sys.modules['google.colab'] = types.ModuleType('google.colab')\n"
             "import plotly.io as pio, plotly.graph_objects as go\n"
-            "from helpers import charts\n"
+            "import helpers; helpers.use_book_style()\n"
             "bundle = pio.renderers[pio.renderers.default].to_mimebundle(go.Figure(go.Bar(y=[1])).to_dict())\n"
             "print(pio.renderers.default, sorted(bundle), 'src=\"https://cdn.plot.ly/plotly-' in bundle['text/html'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

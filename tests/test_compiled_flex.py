@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from helpers import Shape, StageUnavailable, get_stage, profile_stage
-from helpers.pages import claims, compiled, flex
-from helpers.profiling import inductor
-from helpers.profiling.replay import recorded_shapes
-from helpers.profiling.stages import SLIDING_WINDOW
+from helpers.chapters import claims, compiled, flex
+from helpers.core import inductor
+from helpers.sources.replay import recorded_shapes
+from helpers.core.stages import SLIDING_WINDOW
 from conftest import BOOK_GROUP, executed_notebook, raw_document, raw_last_step, require
 
 STAGES = ("naive", "naive_compiled", "sdpa_flash", "flex", "flex_sliding")

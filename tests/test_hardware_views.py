@@ -13,10 +13,10 @@ import pytest
 
 from conftest import ROOT, raw_document
 from helpers import DEFAULT_SHAPE, Shape, profile_stage
-from helpers.occupancy import truth
-from helpers.occupancy.lessons import STAGES as OCCUPANCY_STAGES
-from helpers.pages import counters, roofline
-from helpers.profiling import ncu
+from helpers.chapters import occupancy_truth as truth
+from helpers.chapters.occupancy_lessons import STAGES as OCCUPANCY_STAGES
+from helpers.chapters import counters, roofline
+from helpers.sources import ncu
 from test_ncu import NCU_DIR, PROVENANCE, base, number, raw
 
 ROOFLINE_STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn",
@@ -229,7 +229,7 @@ def test_roofline_chart_draws_each_stage_under_both_roofs(collected, roof):
 # ---------------------------------------------------------------------------------- fallbacks
 
 def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, capsys):
-    import helpers.pages.counters as module
+    import helpers.chapters.counters as module
     monkeypatch.setattr(ncu, "find_ncu", lambda: None)
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
@@ -240,7 +240,7 @@ def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, caps
 
 
 def test_counters_not_permitted_fall_back_to_the_recording(monkeypatch, capsys, tmp_path):
-    import helpers.pages.counters as module
+    import helpers.chapters.counters as module
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr(ncu, "unavailable_reason", lambda: None)
     monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/local/cuda/bin/ncu")
@@ -319,8 +319,8 @@ class _Props:
 
 @pytest.fixture
 def fake_live(monkeypatch, tmp_path):
-    import helpers.pages.counters as module
-    import helpers.profiling.capture as capture
+    import helpers.chapters.counters as module
+    import helpers.sources.capture as capture
     calls = []
 
     def measure_stage(stage, shape, out):
@@ -372,7 +372,7 @@ def test_a_stage_that_fails_live_sends_the_page_to_the_recording(fake_live, monk
 
 
 def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(monkeypatch):
-    from helpers.profiling import ceilings
+    from helpers.sources import ceilings
     c = counters.collect(["sdpa_flash"], mode="replay", quiet=True)
     recorded = ceilings.load()
     mine = recorded.copy()

@@ -14,10 +14,10 @@ import torch.nn.functional as F
 from conftest import BOOK_GROUP, ROOT, executed_notebook, require
 
 from helpers import StageUnavailable, get_stage
-from helpers.pages import hub_flash as page
-from helpers.profiling import hub_kernel as hub
-from helpers.profiling.replay import trace_path
-from helpers.profiling.stages import DEFAULT_SHAPE, Shape
+from helpers.chapters import hub_flash as page
+from helpers.core import hub_kernel as hub
+from helpers.sources.replay import trace_path
+from helpers.core.stages import DEFAULT_SHAPE, Shape
 
 kernels = require("kernels", "kernels (pinned in requirements.txt)")
 
@@ -134,7 +134,7 @@ def test_a_kernel_without_flash_attn_func_is_refused(local_kernel):
 def test_offline_without_a_cache_names_the_cause_and_the_fix(tmp_path):
     result = run_python("""
         from helpers import StageUnavailable
-        from helpers.profiling import hub_kernel as hub
+        from helpers.core import hub_kernel as hub
         try:
             hub.load_flash_attn2()
         except StageUnavailable as err:
@@ -156,7 +156,7 @@ def test_an_unreachable_hub_names_the_network_error_under_the_libraries_words(tm
     # a closed local port stands in for a firewall: the connection is refused, deterministically
     result = run_python("""
         from helpers import StageUnavailable
-        from helpers.profiling import hub_kernel as hub
+        from helpers.core import hub_kernel as hub
         try:
             hub.load_flash_attn2()
         except StageUnavailable as err:
@@ -229,7 +229,7 @@ def test_the_recording_is_flash_attention_2_in_a_different_namespace():
 
 
 def test_without_a_hub_flash_trace_the_page_shows_sdpa_flash_labelled_as_such(monkeypatch, capsys):
-    from helpers.profiling import replay
+    from helpers.sources import replay
     real = replay.trace_path
     monkeypatch.setattr(replay, "trace_path", lambda stage, *a, **k: (
         real(stage, *a, **k).with_name("missing.json.gz") if stage == "hub_flash" else real(stage, *a, **k)))

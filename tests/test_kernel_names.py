@@ -1,4 +1,4 @@
-"""helpers.profiling.names: the fields of known kernel names, the recorded traces, and fuzzing."""
+"""helpers.core.names: the fields of known kernel names, the recorded traces, and fuzzing."""
 from __future__ import annotations
 
 import gzip
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.profiling.names import FFMA, KINDS, TENSOR_CORES, KernelName, decode, decode_frame
+from helpers.core.names import FFMA, KINDS, TENSOR_CORES, KernelName, decode, decode_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 # KERNEL_NAMES_TRACES points the trace checks at another folder (a fresh recording, say)

@@ -5,7 +5,7 @@ import statistics
 import pytest
 
 from helpers import guesses, profile_stage, tables, claims
-from helpers.pages.guesses import Guess
+from helpers.views.guesses import Guess
 from conftest import TRACES, raw_document, raw_last_step
 
 STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "hub_flash", "sdpa_cudnn", "sdpa_auto",

@@ -13,9 +13,10 @@ import shutil
 import pytest
 
 from conftest import ROOT, cuda_available
+from helpers.core import config
 from helpers import DEFAULT_SHAPE, Shape, TraceError
 from helpers.occupancy import gpu_spec, occupancy
-from helpers.profiling import ncu
+from helpers.sources import ncu
 
 NCU_DIR = ROOT / "notebooks" / "traces" / "h200" / "ncu"
 TABLES = sorted(NCU_DIR.glob("*.csv"))
@@ -144,7 +145,7 @@ def test_a_corrupt_recording_names_the_file_and_the_command(tmp_path, monkeypatc
         keep = [i for i, h in enumerate(header) if h != "dram__bytes_read.sum"]
         rows = [next(csv.reader([line])) for line in lines]
         target.write_text("".join(",".join(f'"{r[i]}"' for i in keep) + "\n" for r in rows))
-    monkeypatch.setattr(ncu, "REPLAY_DIR", tmp_path)
+    monkeypatch.setattr(config, "REPLAY_DIR", tmp_path)
     with pytest.raises(TraceError) as err:
         ncu.load("sdpa_flash", DEFAULT_SHAPE)
     assert source.name in str(err.value) and "python tools/record_ncu.py" in str(err.value)
@@ -152,7 +153,7 @@ def test_a_corrupt_recording_names_the_file_and_the_command(tmp_path, monkeypatc
 
 def test_a_missing_provenance_names_the_file_and_the_command(tmp_path, monkeypatch):
     shutil.copytree(NCU_DIR, tmp_path / "h200" / "ncu", ignore=shutil.ignore_patterns("provenance.json", "*.ncu-rep"))
-    monkeypatch.setattr(ncu, "REPLAY_DIR", tmp_path)
+    monkeypatch.setattr(config, "REPLAY_DIR", tmp_path)
     with pytest.raises(TraceError, match=r"provenance\.json.*python tools/record_ncu\.py"):
         ncu.provenance()
 

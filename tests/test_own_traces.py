@@ -23,7 +23,7 @@ import torch
 
 from conftest import ROOT, TRACES, raw_document, raw_forward_ops, raw_per_step
 from helpers import Profile, TraceError, breakdown, charts, load_trace, profile_code, tables
-from helpers.profiling import trace
+from helpers.core import trace
 
 OWN = sorted((ROOT / "notebooks" / "traces").glob("*/own_model/*.json.gz"))
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -476,7 +476,7 @@ def test_profile_code_on_the_gpu_matches_the_raw_events(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["encoder_forward", "encoder_train_step"])
 def test_an_experiment_live_and_replayed_have_the_same_tables_and_threads(name):
-    from helpers.profiling.own_model import profile_experiment
+    from helpers.sources.own_model import profile_experiment
     live, replayed = profile_experiment(name, mode="live", quiet=True), profile_experiment(name, mode="replay", quiet=True)
     assert live.annotation == replayed.annotation == name
     for table in FRAMES:
@@ -515,7 +515,7 @@ def test_launches_on_autograds_thread_are_tied_to_that_threads_ops(path):
 
 
 def test_a_slow_load_or_profile_shows_a_progress_bar_and_a_fast_one_none(monkeypatch, capsys, tmp_path):
-    from helpers.profiling import progress as progress_module
+    from helpers.core import progress as progress_module
     load_trace(TRACES[0], quiet=True, progress=True)  # fast: under the delay, nothing drawn
     assert "reading" not in capsys.readouterr().err
     monkeypatch.setattr(progress_module, "DELAY_S", 0)  # every load "takes more than a moment"

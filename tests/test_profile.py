@@ -9,7 +9,7 @@ import torch
 
 import helpers
 from helpers import Profile, Shape, StageUnavailable, TraceError, get_stage, profile_stage
-from helpers.profiling.replay import recorded, replay
+from helpers.sources.replay import recorded, replay
 from conftest import TRACES
 
 
@@ -74,7 +74,7 @@ def test_recorded_trace_is_a_chrome_trace_perfetto_opens():
 
 def test_live_mode_without_cuda_is_refused(monkeypatch):
     # patched where resolve_mode looks it up, so that the test means the same on a GPU machine
-    monkeypatch.setattr(helpers.profiling.modes, "cuda_available", lambda: False)
+    monkeypatch.setattr(helpers.sources.modes, "cuda_available", lambda: False)
     monkeypatch.delenv("ATTN_PROFILED_MODE", raising=False)  # "auto" must decide by CUDA alone
     with pytest.raises(StageUnavailable, match="mode='replay'"):
         profile_stage("naive", mode="live")
@@ -129,7 +129,7 @@ def test_live_flash_with_fp32_raises_no_available_kernel():
 @pytest.mark.gpu
 def test_without_cupti_the_profile_warns_and_times_with_cuda_events():
     from torch.profiler import ProfilerActivity
-    from helpers.profiling.capture import capture
+    from helpers.sources.capture import capture
     with pytest.warns(RuntimeWarning, match="no GPU events"):
         prof = capture("sdpa_flash", activities=[ProfilerActivity.CPU])
     assert not prof.provenance.cupti and prof.gpu_events().empty

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from helpers import claims, profile_stage, tables
-from helpers.pages.render import SHORT_NAME, html_table, install, meaningful_index, short_name
-from helpers.pages.verdicts import Verdict
+from helpers.views.render import SHORT_NAME, html_table, install, meaningful_index, short_name
+from helpers.views.verdicts import Verdict
 
 ROW = re.compile(r"<tr>(.*?)</tr>", re.S)
 CELL = re.compile(r"<(td|th)[^>]*data-label=\"([^\"]*)\"[^>]*>(.*?)</\1>", re.S)
@@ -45,8 +45,8 @@ def test_a_short_name_is_the_head_of_the_name(profiles):
 
 
 def test_a_decoded_summary_in_a_kernel_column_stays_whole(profiles):
-    from helpers.pages.render import looks_like_a_name
-    from helpers.profiling.names import decode
+    from helpers.views.render import looks_like_a_name
+    from helpers.core.names import decode
     for name in names_of(profiles):
         assert looks_like_a_name(name), name
         summary = decode(name).summary

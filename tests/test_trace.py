@@ -5,7 +5,7 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
-from helpers.profiling.profile import Profile
+from helpers.core.profile import Profile
 from conftest import TRACES, raw_document
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -126,7 +126,7 @@ def test_summary_is_the_median_of_the_steps():
 
 
 def test_table_columns_are_documented():
-    from helpers.profiling import trace
+    from helpers.core import trace
     prof = Profile.load(TRACES[0])
     assert list(prof.gpu_events().columns) == trace.GPU_EVENT_COLUMNS
     assert list(prof.cpu_ops().columns) == trace.CPU_OP_COLUMNS

@@ -25,8 +25,8 @@ from pathlib import Path
 # run as a file: the repository root first on sys.path, so `helpers` is this checkout's
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from helpers.profiling.hub_kernel import STAGE, loaded_from, status
-from helpers.profiling.stages import DEFAULT_SHAPE, Shape, get_stage
+from helpers.core.hub_kernel import STAGE, loaded_from, status
+from helpers.core.stages import DEFAULT_SHAPE, Shape, get_stage
 
 HERE = Path(__file__).resolve().parent
 API_CPP = HERE / "flash_api_local.cpp"          # @NS@: the op namespace

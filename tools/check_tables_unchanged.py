@@ -29,7 +29,7 @@ TABLES = ("per_step", "gpu_events", "cpu_ops", "launches", "kernels")
 SNIPPET = r"""
 import pickle, sys, time
 sys.path.insert(0, sys.argv[1])
-from helpers.profiling.profile import Profile
+from helpers.core.profile import Profile
 out = {}
 for path in sys.argv[2:]:
     start = time.perf_counter()

@@ -18,8 +18,8 @@ import pandas as pd
 # run as a file: the repository root first on sys.path, so `helpers` is this checkout's
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from helpers.profiling.replay import REPLAY_DIR, trace_path
-from helpers.profiling.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable
+from helpers.sources.replay import REPLAY_DIR, trace_path
+from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable
 
 BENCHMARK_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 # the shapes a reader can pick in replay: the article's, plus a sequence and head_dim sweep
@@ -37,7 +37,7 @@ def gpu_slug(device_name: str) -> str:
 def record(stages, shapes_for, root: Path = REPLAY_DIR, command: str = "") -> pd.DataFrame:
     import torch
 
-    from helpers.profiling.capture import capture
+    from helpers.sources.capture import capture
     slug = gpu_slug(torch.cuda.get_device_name(0))
     rows = []
     for name in stages:

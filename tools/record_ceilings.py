@@ -1,7 +1,7 @@
 """Record this GPU's ceilings for the replay set:  python tools/record_ceilings.py
 
 A bf16 matmul's TFLOP/s and a device-to-device copy's TB/s, timed with triton.testing.do_bench,
-into notebooks/traces/<gpu>/ceilings.json with their provenance (helpers/profiling/ceilings.py).
+into notebooks/traces/<gpu>/ceilings.json with their provenance (helpers/sources/ceilings.py).
 """
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 # run as a file: the repository root first on sys.path, so `helpers` is this checkout's
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from helpers.profiling import ceilings  # noqa: E402
-from helpers.profiling.capture import device_provenance  # noqa: E402
-from helpers.profiling.replay import REPLAY_DIR  # noqa: E402
-from helpers.profiling.stages import DEFAULT_SHAPE  # noqa: E402
+from helpers.sources import ceilings  # noqa: E402
+from helpers.sources.capture import device_provenance  # noqa: E402
+from helpers.core import config  # noqa: E402
+from helpers.core.stages import DEFAULT_SHAPE  # noqa: E402
 
 
 def main() -> int:
@@ -29,7 +29,7 @@ def main() -> int:
     provenance.pop("stage"), provenance.pop("shape")
     import triton
     provenance["triton"] = triton.__version__
-    path = ceilings.save(table, provenance, REPLAY_DIR / gpu_slug(torch.cuda.get_device_name(0)) / "ceilings.json")
+    path = ceilings.save(table, provenance, config.recording_path("ceilings", "ceilings", gpu_slug(torch.cuda.get_device_name(0))))
     print(table.to_string(index=False))
     print(f"wrote {path}")
     return 0

@@ -22,10 +22,10 @@ from pathlib import Path
 # run as a file: the repository root first on sys.path, so `helpers` is this checkout's
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from helpers.profiling import ncu  # noqa: E402
-from helpers.profiling.capture import driver_version  # noqa: E402
-from helpers.profiling.replay import REPLAY_DIR  # noqa: E402
-from helpers.profiling.stages import DEFAULT_SHAPE, STAGES, Shape  # noqa: E402
+from helpers.sources import ncu  # noqa: E402
+from helpers.sources.capture import driver_version  # noqa: E402
+from helpers.core import config  # noqa: E402
+from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape  # noqa: E402
 
 # hub_flash needs the Hub (or a local build) and is left out; its kernel is FlashAttention-2 as in sdpa_flash
 STAGES_AT_ARTICLE_SHAPE = [s for s in STAGES if s != "hub_flash"]
@@ -50,7 +50,7 @@ def main(argv=None) -> int:
     if exe is None or not torch.cuda.is_available():
         print("record_ncu needs a CUDA GPU and Nsight Compute's ncu", file=sys.stderr)
         return 2
-    out = REPLAY_DIR / (args.gpu or gpu_slug(torch.cuda.get_device_name(0))) / "ncu"
+    out = config.recording_dir("ncu", args.gpu or gpu_slug(torch.cuda.get_device_name(0)))
     out.mkdir(parents=True, exist_ok=True)
     available = ncu.query_metrics(exe)
     with gzip.open(out / "query_metrics.txt.gz", "wt") as f:

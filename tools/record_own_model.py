@@ -3,7 +3,7 @@
 Kineto chrome traces of code nobody here wrote, each exactly as torch.profiler wrote it, with a
 `provenance` dict added (GPU, torch, date, command, the code):
 
-* the chapter's experiments (helpers/profiling/own_model.py: TransformerEncoderLayer forward
+* the chapter's experiments (helpers/sources/own_model.py: TransformerEncoderLayer forward
   with the fast path on and off, a training step at a small and a big batch, and transformers'
   GPT-2 where transformers imports), through `profile_code`: the very code chapter 10 runs live;
   3 warm-up calls, then schedule(wait=1, warmup=1, active=3), record_function(<name>) around
@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # run as a file: the repository root first on sys.path, so `helpers` is this checkout's
 sys.path.insert(0, str(ROOT))
 
-from helpers.profiling.capture import driver_version  # noqa: E402
-from helpers.profiling.own_model import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, make_step  # noqa: E402
-from helpers.profiling.replay import REPLAY_DIR  # noqa: E402
+from helpers.sources.capture import driver_version  # noqa: E402
+from helpers.sources.own_model import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, make_step  # noqa: E402
+from helpers.core import config  # noqa: E402
 
 COMMAND = "python tools/record_own_model.py"
 
@@ -97,13 +97,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    from helpers.profiling.own_code import profile_code
+    from helpers.sources.own_code import profile_code
     from record import gpu_slug  # tools/record.py, beside this file
     if not torch.cuda.is_available():
         print("record_own_model needs a CUDA GPU", file=sys.stderr)
         return 2
     torch.manual_seed(0)
-    out = REPLAY_DIR / gpu_slug(torch.cuda.get_device_name(0)) / "own_model"
+    out = config.recording_dir("own_model", gpu_slug(torch.cuda.get_device_name(0)))
     data = ROOT / "benchmarks" / "data"
     failed = []
     for name in args.only:

@@ -1,4 +1,4 @@
-"""Record the shared-memory cliff experiment on a GPU (helpers.occupancy.smem_cliff):
+"""Record the shared-memory cliff experiment on a GPU (helpers.sources.smem_cliff):
 
     python tools/smem_cliff.py --out notebooks/traces/h200/experiments/smem_cliff.json.gz
 """
@@ -14,7 +14,8 @@ import json
 # run as a file: the repository root first on sys.path, so `helpers` is this checkout's
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from helpers.occupancy.smem_cliff import smem_cliff_events, summarize_smem_cliff
+from helpers.occupancy.smem_cliff import summarize_smem_cliff
+from helpers.sources.smem_cliff import smem_cliff_events
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Load plotly.js once for the whole book, from _static, with no network: a partial bundle.
 
-Charts are rendered with include_plotlyjs=False (helpers/pages/charts.py), so each page carries
+Charts are rendered with include_plotlyjs=False (helpers/views/charts.py), so each page carries
 only its figures' data. The book draws bar, scatter and heatmap traces, all in plotly.js's
 cartesian partial bundle (plotly.js-cartesian-dist-min from npm, vendored by book/_vendor/fetch.py
 and written to _static/vendor/ by static_book): 1.5 MB where the full plotly.min.js that ships

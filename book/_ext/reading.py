@@ -1,11 +1,11 @@
 """The book as readers read it: each page's trace a file of the book, Markdown tables labelled.
 
-1. The trace behind a page. helpers/pages/perfetto.py puts the gzipped trace into the output as a
+1. The trace behind a page. helpers/views/perfetto.py puts the gzipped trace into the output as a
    data: URL, so that a live notebook hands over the trace it just took with no file server. A
    book page must not carry it: each one is written to ``_static/traces/<sha256[:12]>/<its file
    name>`` (the same bytes on two pages, one file; a live build's two captures of a stage, two
    files) and the link points there. Its file name stays the one a reader downloads.
-2. Tables of the Markdown pages. helpers/pages/render.py labels every cell of a notebook's
+2. Tables of the Markdown pages. helpers/views/render.py labels every cell of a notebook's
    DataFrame with its column, so that a phone shows a wide table as cards; a Markdown table gets
    the same labels here (``data-label``), and the same cards when it has three columns or more.
 """

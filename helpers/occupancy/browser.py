@@ -32,8 +32,8 @@ from urllib.parse import urlencode
 import pandas as pd
 from matplotlib.colors import to_hex
 
-from ..pages.render import breakable
-from ..profiling.profile import Profile
+from ..views.render import breakable
+from ..core.profile import Profile
 from . import calculator as calc
 from . import gpus
 from .charts import (CURRENT_COLOR, CURVE_COLOR, MUTED, RESOURCE_LABELS, impact_axes,
@@ -252,7 +252,7 @@ class KernelLinks:
         self.rows = rows
 
     def to_html(self) -> str:
-        # the book's table conventions (helpers/pages/render.py): each cell labelled with its
+        # the book's table conventions (helpers/views/render.py): each cell labelled with its
         # column (cards on a phone), long kernel labels breakable at their joints
         heads = ["stages", "kernel", "threads", "registers", "shared memory (B)", "GPU", "occupancy", ""]
         body = []

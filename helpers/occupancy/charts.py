@@ -22,10 +22,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..pages.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
-from ..profiling.modes import profile_stage
-from ..profiling.profile import Profile, TraceError
-from ..profiling.stages import DEFAULT_SHAPE, STAGES
+from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
+from ..sources.modes import profile_stage
+from ..core.profile import Profile, TraceError
+from ..core.stages import DEFAULT_SHAPE, STAGES
 from .calculator import LIMITERS, UNLIMITED, Occupancy, occupancy
 from .gpus import GPUSpec, gpu_spec
 

@@ -1,0 +1,476 @@
+"""The flex page: FlexAttention, one Triton template kernel whose mask is data.
+
+What the page reads from the traces: the template kernel's name and launch configuration (and,
+from Inductor's generated code, the tile sizes behind it); the block mask, built once outside the
+forward; the gap between the kernel's time and the time per call, and the CPU work that fills it;
+how that gap closes as seq grows; and a second mask, a sliding window, through the same kernel.
+
+The block masks drawn here are computed on this machine's CPU from the stage's own mask
+function (the registry's `extra_inputs`), at the trace's shape: a block mask depends on the mask
+and the shape, not on the GPU."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..core import inductor
+from ..sources.modes import profile_stage
+from ..core.names import decode
+from ..core.profile import Profile
+from ..core.stages import DEFAULT_SHAPE, SLIDING_WINDOW, Shape, get_stage
+from ..views.charts import KIND_COLORS, MUTED, _title
+from .compiled import cpu_layers, generated_code
+from ..views.prose import glue
+from ..views.verdicts import Verdict, table
+
+# the shapes of the gap sweep: the article's, and the recorded seq sweep (head_dim 64)
+SWEEP_SEQS = (512, 1024, 2048, 4096)
+BLOCK_STATES = {0: "skipped", 1: "partial: mask_mod applied", 2: "full: no mask_mod"}
+BLOCK_COLORS = {0: "rgba(138,143,152,0.12)", 1: KIND_COLORS["softmax"], 2: KIND_COLORS["attention"]}
+# many entries: under the plot, where wrapping onto more lines (a phone) overlaps nothing
+BOTTOM_LEGEND = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
+STAGE_COLORS = {"sdpa_flash": KIND_COLORS["gemm"], "flex": KIND_COLORS["attention"],
+                "flex_sliding": KIND_COLORS["softmax"]}
+
+
+def template_kernel(prof: Profile) -> pd.Series:
+    """The forward's Triton template kernel (the longest Triton kernel, if several)."""
+    k = prof.kernels()
+    k = k[k["library"] == "Triton"]
+    if k.empty:
+        raise ValueError(f"the {prof.stage} forward has no Triton kernel")
+    return k.sort_values("dur_us").iloc[-1]
+
+
+def _generated(prof: Profile):
+    return inductor.kernel(generated_code(prof), template_kernel(prof)["name"])
+
+
+# --- the block mask ------------------------------------------------------------------------------
+
+@lru_cache(maxsize=16)
+def block_states(stage: str, shape: Shape = DEFAULT_SHAPE) -> tuple[np.ndarray, tuple[int, int]]:
+    """[query blocks, key blocks] of 0 skipped, 1 partial, 2 full, and the block size, from the
+    stage's own block mask built here on the CPU."""
+    import torch
+    extra = get_stage(stage).extra_inputs
+    if extra is None:
+        raise ValueError(f"stage {stage!r} has no block mask")
+    inputs = {"shape": shape, "q": torch.empty(0)}
+    extra(inputs)
+    bm = inputs["block_mask"]
+    nq = bm.kv_num_blocks.shape[-1]
+    nkv = -(-shape.seq // bm.BLOCK_SIZE[1])
+    grid = np.zeros((nq, nkv), dtype=int)
+    for i in range(nq):
+        n = int(bm.kv_num_blocks[0, 0, i])
+        grid[i, bm.kv_indices[0, 0, i, :n].numpy()] = 1
+        if bm.full_kv_num_blocks is not None:
+            f = int(bm.full_kv_num_blocks[0, 0, i])
+            grid[i, bm.full_kv_indices[0, 0, i, :f].numpy()] = 2
+    return grid, tuple(int(b) for b in bm.BLOCK_SIZE)
+
+
+def block_table(stages: list[str], shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame:
+    """Per stage: the block mask's blocks, full, partial and skipped, and the share the kernel visits."""
+    rows = []
+    for stage in stages:
+        grid, size = block_states(stage, shape)
+        full, partial = int((grid == 2).sum()), int((grid == 1).sum())
+        rows.append({"stage": stage, "block (q × kv)": f"{size[0]} × {size[1]}",
+                     "query blocks": grid.shape[0], "key blocks": grid.shape[1],
+                     "full blocks": full, "partial blocks": partial,
+                     "skipped blocks": int((grid == 0).sum()),
+                     "visited %": round(100 * (full + partial) / grid.size, 1)})
+    return pd.DataFrame(rows).set_index("stage")
+
+
+def block_mask_chart(stages: list[str], shape: Shape = DEFAULT_SHAPE) -> go.Figure:
+    """The block masks side by side: which key blocks each query block visits, and how."""
+    fig = make_subplots(rows=1, cols=len(stages), horizontal_spacing=0.08)
+    # a discrete colour scale over the states 0, 1, 2: each third of the range one colour
+    scale = []
+    for state in (0, 1, 2):
+        scale += [[state / 3, BLOCK_COLORS[state]], [(state + 1) / 3, BLOCK_COLORS[state]]]
+    for col, stage in enumerate(stages, start=1):
+        grid, size = block_states(stage, shape)
+        text = [[BLOCK_STATES[v] for v in row] for row in grid]
+        fig.add_heatmap(z=grid, zmin=-0.5, zmax=2.5, colorscale=scale, showscale=False, xgap=2, ygap=2,
+                        text=text, row=1, col=col,
+                        hovertemplate=f"{stage}<br>query block %{{y}}, key block %{{x}}: %{{text}}<extra></extra>")
+        fig.update_xaxes(title_text=f"{stage}: key block", row=1, col=col, showgrid=False, zeroline=False,
+                         constrain="domain")
+        fig.update_yaxes(title_text="query block" if col == 1 else None, row=1, col=col, autorange="reversed",
+                         showgrid=False, zeroline=False, constrain="domain",
+                         scaleanchor=f"x{col if col > 1 else ''}")
+    for state in (2, 1, 0):  # the legend: one entry per state, no data of its own
+        fig.add_scatter(x=[None], y=[None], mode="markers", name=BLOCK_STATES[state], row=1, col=1,
+                        marker=dict(symbol="square", size=12, color=BLOCK_COLORS[state]))
+    fig.update_layout(height=460, legend=BOTTOM_LEGEND, margin=dict(b=110))
+    return _title(fig, "The block masks, block by block",
+                  f"seq {shape.seq}, blocks of {size[0]} × {size[1]} · built here on the CPU from each "
+                  "stage's mask function")
+
+
+# --- the kernel and its launch -------------------------------------------------------------------
+
+def launch_config(prof: Profile) -> pd.DataFrame:
+    """The template kernel's launch, from the trace, beside what Inductor's generated code says."""
+    k = template_kernel(prof)
+    d = decode(k["name"]).details
+    g = _generated(prof)
+    s = prof.shape
+    grid = k["grid"] or (None, None, None)
+    rows = [
+        ("kernel", k["name"], "trace"),
+        ("class", f"{d.get('class_token')}: {d.get('kernel_class')}", "name"),
+        ("fused op", ", ".join(d.get("fused_ops") or []), "name"),
+        ("grid x: query blocks", grid[0], "trace"),
+        ("grid y", f"{grid[1]} (batch is {s.batch})", "trace"),
+        ("grid z", f"{grid[2]} (heads is {s.heads})", "trace"),
+        ("threads per block", k["threads_per_block"], "trace"),
+        ("registers / thread", k["registers_per_thread"], "trace"),
+        ("shared memory (B)", k["shared_memory_bytes"], "trace"),
+        ("CUPTI est. occupancy %", k["est_occupancy_pct"], "trace"),
+        ("launched by", k["launched_by"], "trace"),
+    ]
+    if g is not None:
+        for key in ("BLOCK_M", "BLOCK_N", "SPARSE_Q_BLOCK_SIZE", "SPARSE_KV_BLOCK_SIZE",
+                    "QK_HEAD_DIM", "V_HEAD_DIM", "IS_DIVISIBLE", "PRESCALE_QK", "SM_SCALE"):
+            if key in g.constants:
+                rows.append((key, g.constants[key], "generated code"))
+        for key in ("num_warps", "num_stages"):
+            if key in g.launch:
+                rows.append((key, g.launch[key], "generated code"))
+    else:
+        rows.append(("tile sizes (BLOCK_M, BLOCK_N), num_warps, num_stages",
+                     "not in this trace: its provenance holds no generated code", "—"))
+    return pd.DataFrame(rows, columns=["field", "value", "from"]).astype({"value": str}).set_index("field")
+
+
+def against_flash(flex: Profile, flash: Profile) -> pd.DataFrame:
+    """The two kernels' launches and times, field by field."""
+    columns = {}
+    for prof in (flex, flash):
+        k = prof.kernels()
+        k = k[k["category"] == "kernel"].sort_values("dur_us").iloc[-1]
+        s = prof.summary()
+        columns[prof.stage] = {
+            "kernel": decode(k["name"]).summary, "grid": str(k["grid"]), "threads per block": k["threads_per_block"],
+            "blocks": k["grid_blocks"], "registers / thread": k["registers_per_thread"],
+            "shared memory (B)": k["shared_memory_bytes"], "launched by": k["launched_by"],
+            "GPU µs per forward": round(float(s["gpu_time_us"]), 1),
+            "do_bench µs per call": None if s["do_bench_us"] is None else round(float(s["do_bench_us"]), 1),
+        }
+    frame = pd.DataFrame(columns).astype(str)
+    frame.index.name = "field"
+    return frame
+
+
+# --- the gap between the kernel and the call -----------------------------------------------------
+
+def call_gap(profiles: dict[str, Profile]) -> pd.DataFrame:
+    """Per stage: the kernel time per forward, do_bench's time per call, and the GPU's idle share."""
+    rows = []
+    for name, prof in dict(profiles).items():
+        s = prof.summary()
+        gpu, bench = float(s["gpu_time_us"]), s["do_bench_us"]
+        rows.append({"stage": name, "GPU µs per forward (profiler)": round(gpu, 1),
+                     "µs per call (do_bench)": None if bench is None else round(float(bench), 1),
+                     "gap µs": None if bench is None else round(float(bench) - gpu, 1),
+                     "GPU busy %": None if not bench else round(100 * gpu / float(bench), 1),
+                     "attn_fwd CPU µs (profiled)": round(float(s["cpu_time_us"]), 1)})
+    return pd.DataFrame(rows).set_index("stage")
+
+
+def cpu_share(prof: Profile) -> pd.DataFrame:
+    """The CPU lane of one call by self time: what the CPU does while the GPU waits."""
+    layers = cpu_layers(prof)
+    total = float(prof.cpu_ops().query("depth == 0")["dur_us"].sum())
+    layers["share of attn_fwd %"] = (100 * layers["self µs"] / total).round(1) if total else None
+    return layers
+
+
+def gap_sweep(stages: tuple[str, ...] = ("sdpa_flash", "flex", "flex_sliding"), seqs: tuple[int, ...] = SWEEP_SEQS,
+              mode: str = "auto", known: dict[str, Profile] | None = None,
+              keep: dict | None = None) -> pd.DataFrame:
+    """GPU time and time per call at each seq (head_dim 64), one row per stage and seq; a profile
+    in `known` at its own shape is used as it is (live, each capture compiles afresh). `keep`,
+    if given, receives every profile as {(stage, seq): Profile}."""
+    known = known or {}
+    rows = []
+    for seq in seqs:
+        shape = Shape(seq=seq)
+        for stage in stages:
+            prof = known.get(stage)
+            if prof is None or prof.shape != shape:
+                prof = profile_stage(stage, shape, mode, quiet=True)
+            if keep is not None:
+                keep[(stage, seq)] = prof
+            s = prof.summary()
+            bench = s["do_bench_us"]
+            setup = getattr(prof.provenance, "setup_seconds", None)
+            visited = _visited(stage, shape)
+            rows.append({"stage": stage, "seq": seq, "GPU µs": round(float(s["gpu_time_us"]), 1),
+                         "do_bench µs": None if bench is None else round(float(bench), 1),
+                         "do_bench / GPU": None if not bench else round(float(bench) / float(s["gpu_time_us"]), 2),
+                         "blocks visited": visited,
+                         "mask set-up ms": None if setup is None else round(setup * 1e3, 1),
+                         "measured": f"{prof.mode} on {prof.provenance.gpu}"})
+    return pd.DataFrame(rows).astype({"blocks visited": "Int64"})
+
+
+def sweep_table(sweep: pd.DataFrame) -> pd.DataFrame:
+    """The sweep for reading: one row per seq and stage."""
+    table = sweep.set_index(["seq", "stage"]).sort_index(level="seq", sort_remaining=False)
+    # a stage without a block mask has none to count or build: an empty cell, not NaN
+    for column in ("blocks visited", "mask set-up ms"):
+        table[column] = table[column].astype(object).where(table[column].notna(), "")
+    return table
+
+
+def _visited(stage: str, shape: Shape) -> int | None:
+    """Blocks the stage's block mask visits at `shape`; None for a stage without one."""
+    try:
+        return int((block_states(stage, shape)[0] > 0).sum())
+    except (ValueError, KeyError):
+        return None
+
+
+def widest_gap(sweep: pd.DataFrame, stage: str = "flex") -> int:
+    """The seq at which `stage`'s call outlasts its kernel the most (do_bench / GPU)."""
+    rows = sweep[sweep["stage"] == stage].dropna(subset=["do_bench / GPU"])
+    return int(rows.sort_values("do_bench / GPU").iloc[-1]["seq"])
+
+
+def glue_widest(prof: Profile) -> dict:
+    """Glue the CPU lane of the call where the gap is widest: its seq, kernel, call and guard time."""
+    s, ops = prof.summary(), prof.cpu_ops()
+    guards = ops[ops["name"] == "TorchDynamo Cache Lookup"]["dur_us"].sum()
+    values = {"wide_seq": prof.shape.seq, "wide_gpu_us": round(float(s["gpu_time_us"]), 1),
+              "wide_bench_us": None if s["do_bench_us"] is None else round(float(s["do_bench_us"]), 1),
+              "wide_cpu_us": round(float(s["cpu_time_us"]), 1), "wide_guards_us": round(float(guards), 1)}
+    for key, value in values.items():
+        glue(f"flex_{key}", value)
+    return values
+
+
+def closes_at(sweep: pd.DataFrame, stage: str, tolerance: float = 0.10) -> int | None:
+    """The smallest seq from which on a call takes within `tolerance` of its kernel time."""
+    rows = sweep[sweep["stage"] == stage].sort_values("seq").dropna(subset=["do_bench / GPU"])
+    close = [abs(r - 1) <= tolerance for r in rows["do_bench / GPU"]]
+    for i in range(len(close)):
+        if all(close[i:]):
+            return int(rows["seq"].iloc[i])
+    return None
+
+
+def gap_chart(sweep: pd.DataFrame) -> go.Figure:
+    """Kernel time (solid) and time per call (dotted) against seq, one colour per stage."""
+    fig = go.Figure()
+    for stage, rows in sweep.groupby("stage", sort=False):
+        rows = rows.sort_values("seq")
+        color = STAGE_COLORS.get(stage, MUTED)
+        fig.add_scatter(x=rows["seq"], y=rows["GPU µs"], mode="lines+markers", name=f"{stage}: GPU",
+                        line=dict(color=color), legendgroup=stage,
+                        hovertemplate=f"{stage}<br>seq %{{x}}: %{{y:.1f}} µs on the GPU<extra></extra>")
+        fig.add_scatter(x=rows["seq"], y=rows["do_bench µs"], mode="lines+markers",
+                        name=f"{stage}: per call", line=dict(color=color, dash="dot"),
+                        marker=dict(symbol="circle-open"), legendgroup=stage,
+                        hovertemplate=f"{stage}<br>seq %{{x}}: %{{y:.1f}} µs per call (do_bench)<extra></extra>")
+    fig.update_layout(xaxis=dict(title="seq", type="log", tickvals=sorted(sweep["seq"].unique())),
+                      yaxis=dict(title="µs (log)", type="log", dtick=1), height=480, legend=BOTTOM_LEGEND,
+                      margin=dict(b=130))
+    return _title(fig, "Kernel time and time per call against seq",
+                  "solid: the profiler's GPU time per forward · dotted: do_bench's time per call")
+
+
+def gap_closes(sweep: pd.DataFrame, stage: str = "flex", tolerance: float = 0.10) -> Verdict:
+    """The gap closes as seq grows: do_bench / GPU is largest at the smallest seq and within
+    `tolerance` of 1 at the largest (in between, timer noise may wobble it by a hundredth)."""
+    rows = sweep[sweep["stage"] == stage].sort_values("seq").dropna(subset=["do_bench / GPU"])
+    ratios = list(rows["do_bench / GPU"])
+    evidence = ", ".join(f"seq {s}: {r:.2f}×" for s, r in zip(rows["seq"], ratios))
+    falling = bool(ratios) and ratios[0] == max(ratios)
+    closed = bool(ratios) and abs(ratios[-1] - 1) <= tolerance
+    return Verdict(f"the gap between {stage}'s time per call and its kernel time closes as seq grows",
+                   f"do_bench / GPU time: {evidence}", len(ratios) > 1 and falling and closed,
+                   "not recorded at several seq" if len(ratios) < 2 else
+                   "the gap is not widest at the smallest seq" if not falling else
+                   f"still {ratios[-1]:.2f}× at seq {int(rows['seq'].iloc[-1])}")
+
+
+def sweep_verdicts(sweep: pd.DataFrame, stages: tuple[str, ...] = ("flex", "flex_sliding", "sdpa_flash")) -> pd.DataFrame:
+    """gap_closes for each stage of the sweep, as one table."""
+    present = [s for s in stages if s in set(sweep["stage"])]
+    return table([gap_closes(sweep, s) for s in present]).rename(columns={"the article": "this page claims"})
+
+
+def _float(value):
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _ratio(row) -> str:
+    # do_bench is absent where Triton is not installed: say so rather than print a number
+    value = _float(row["do_bench / GPU"])
+    return "not measured" if value is None else f"{value:.2f}"
+
+
+def glue_sweep(sweep: pd.DataFrame) -> dict:
+    """Glue each stage's sweep ends as `<stage>_sweep_...`: the smallest and largest seq, the times
+    and the call / kernel ratio there, where the gap closes, and the range of the mask's set-up."""
+    out = {}
+    for stage, rows in sweep.groupby("stage", sort=False):
+        rows = rows.sort_values("seq")
+        lo, hi = rows.iloc[0], rows.iloc[-1]
+        at = closes_at(sweep, stage)
+        setup = rows["mask set-up ms"].dropna()
+        values = {"seq_lo": int(lo["seq"]), "seq_hi": int(hi["seq"]),
+                  "ratio_lo": _ratio(lo), "ratio_hi": _ratio(hi),
+                  "gpu_lo": float(lo["GPU µs"]), "gpu_hi": float(hi["GPU µs"]),
+                  "bench_lo": _float(lo["do_bench µs"]), "bench_hi": _float(hi["do_bench µs"]),
+                  "closes_at": f"from seq {at} on" if at is not None else "at no seq of the sweep",
+                  "setup_min": f"{setup.min():.1f}" if len(setup) else "not recorded",
+                  "setup_max": f"{setup.max():.1f}" if len(setup) else "not recorded"}
+        for key, value in values.items():
+            glue(f"{stage}_sweep_{key}", value)
+        out[stage] = values
+    return out
+
+
+# --- glue ------------------------------------------------------------------------------------------
+
+def glue_page(flex: Profile, flash: Profile, sliding: Profile | None = None) -> dict:
+    """Glue the figures of the page's prose that no table already gives."""
+    k = template_kernel(flex)
+    sf, sa = flex.summary(), flash.summary()
+    grid, size = block_states(flex.stage, flex.shape)
+    setup = getattr(flex.provenance, "setup_seconds", None)
+    first = getattr(flex.provenance, "first_call_seconds", None)
+    bench = sf["do_bench_us"]
+    values = {
+        "flex_kernel_name": k["name"], "flex_kernel_us": round(float(k["dur_us"]), 1),
+        "flex_grid": str(k["grid"]), "flex_threads": int(k["threads_per_block"]),
+        "flex_registers": int(k["registers_per_thread"]), "flex_smem": int(k["shared_memory_bytes"]),
+        "flex_over_flash_gpu": f"{float(sf['gpu_time_us']) / float(sa['gpu_time_us']):.2f}",
+        "flex_gap_us": "not recorded" if bench is None else round(float(bench) - float(sf["gpu_time_us"]), 1),
+        "flex_busy_pct": "not recorded" if not bench else round(100 * float(sf["gpu_time_us"]) / float(bench), 1),
+        "flex_block_q": size[0], "flex_block_kv": size[1],
+        "flex_query_blocks": grid.shape[0], "flex_visited": int((grid > 0).sum()), "flex_blocks": int(grid.size),
+        "flex_partial": int((grid == 1).sum()),
+        "flex_setup_ms": "not recorded" if setup is None else f"{setup * 1e3:.1f}",
+        "flex_first_call_s": "not recorded" if first is None else f"{first:.2f}",
+        "flex_first_over_call": "not recorded" if first is None or not bench else f"{first * 1e6 / float(bench):,.0f}",
+        "sliding_window": SLIDING_WINDOW,
+    }
+    if sliding is not None:
+        sg, _ = block_states(sliding.stage, sliding.shape)
+        ss = sliding.summary()
+        values |= {
+            "sliding_visited": int((sg > 0).sum()),
+            "sliding_partial": int((sg == 1).sum()),
+            "sliding_visited_ratio": f"{(sg > 0).sum() / (grid > 0).sum():.2f}",
+            "sliding_time_ratio": f"{float(ss['gpu_time_us']) / float(sf['gpu_time_us']):.2f}",
+            "sliding_gpu_us": round(float(ss["gpu_time_us"]), 1),
+            "sliding_first_call_s": "not recorded" if getattr(sliding.provenance, "first_call_seconds", None) is None
+            else f"{sliding.provenance.first_call_seconds:.2f}",
+        }
+    for key, value in values.items():
+        glue(key, value)
+    return values
+
+
+# --- verdicts ------------------------------------------------------------------------------------
+
+MASK_OPS = ("create_block_mask", "vmap", "aten::tril", "aten::triu", "aten::arange", "aten::where",
+            "aten::ones")
+
+
+def verdict_list(flex: Profile, flash: Profile) -> list[Verdict]:
+    e = flex.kernels()
+    kernels = e[e["category"] == "kernel"]
+    decoded = [decode(n) for n in kernels["name"]]
+    out = [Verdict(
+        "one Triton template kernel does the whole forward",
+        f"{len(e)} GPU event(s): " + "; ".join(f"{d.name} ({d.summary})" for d in decoded),
+        len(e) == 1 and len(decoded) == 1 and decoded[0].library == "Triton"
+        and decoded[0].details.get("class_token") == "tem" and decoded[0].op == "flex_attention",
+        f"{len(e)} GPU events" if len(e) != 1 else f"{decoded[0].summary}")]
+
+    ops = flex.cpu_ops()
+    mask_ops = sorted({n for n in ops["name"] if any(n.startswith(m) or m in n for m in MASK_OPS)})
+    aten = int(ops["name"].str.startswith("aten::").sum())
+    setup = getattr(flex.provenance, "setup_seconds", None)
+    out.append(Verdict(
+        "the block mask is built once, outside the forward: nothing in the forward builds it",
+        f"mask-building ops under attn_fwd: {', '.join(mask_ops) or 'none'}; aten ops under attn_fwd: {aten}; "
+        f"GPU events: {len(e)}" + ("" if setup is None else f"; the mask's set-up took {setup * 1e3:.1f} ms, once, "
+                                    "before the first call"),
+        not mask_ops and len(e) == len(kernels) == 1, f"{', '.join(mask_ops) or f'{len(e)} GPU events'} in the forward"))
+
+    if len(kernels) == 1:
+        k, s = kernels.iloc[0], flex.shape
+        grid = k["grid"] or (0, 0, 0)
+        g = inductor.kernel(generated_code(flex), k["name"])
+        block_m = g.constants.get("BLOCK_M") if g is not None else None
+        source = "generated code" if block_m else "seq / grid x"
+        block_m = block_m or (s.seq // grid[0] if grid[0] else None)
+        expected = (-(-s.seq // block_m) if block_m else None, s.batch, s.heads)
+        out.append(Verdict(
+            "one block of the grid per tile of queries, per batch, per head: grid = (seq / BLOCK_M, batch, heads)",
+            f"grid {grid}; BLOCK_M {block_m} ({source}), seq {s.seq}, batch {s.batch}, heads {s.heads}",
+            tuple(grid) == expected, f"grid {grid}, expected {expected}"))
+
+    gf, ga = flex.summary()["gpu_time_us"], flash.summary()["gpu_time_us"]
+    out.append(Verdict(
+        f"as fast as flash on the GPU (within 10% of {flash.stage})",
+        f"{flex.stage} {gf:.1f} µs, {flash.stage} {ga:.1f} µs per forward ({gf / ga:.2f}×)",
+        abs(gf / ga - 1) <= 0.10, f"{gf / ga:.2f}× the GPU time of {flash.stage} "
+                                  f"({'faster' if gf < ga else 'slower'})"))
+
+    bench = flex.summary()["do_bench_us"]
+    if bench is not None:
+        out.append(Verdict(
+            "a call takes as long as its kernel (do_bench within 10% of the GPU time)",
+            f"do_bench {bench:.1f} µs per call, the kernel {gf:.1f} µs ({bench / gf:.2f}×); "
+            f"{flash.stage}: {flash.summary()['do_bench_us'] or float('nan'):.1f} µs per call",
+            abs(bench / gf - 1) <= 0.10,
+            f"a call takes {bench / gf:.2f}× the kernel time: the GPU waits {bench - gf:.0f} µs per call"))
+    return out
+
+
+def sliding_verdict_list(sliding: Profile, causal: Profile) -> list[Verdict]:
+    ks, kc = template_kernel(sliding), template_kernel(causal)
+    same_launch = all(str(ks[c]) == str(kc[c]) for c in ("grid", "block", "registers_per_thread",
+                                                          "shared_memory_bytes"))
+    out = [Verdict(
+        "the same Triton template as the causal mask: another mask, the same kernel family",
+        f"{sliding.stage}: {ks['name']}, grid {ks['grid']}, {ks['registers_per_thread']} registers, "
+        f"{ks['shared_memory_bytes']} B shared; {causal.stage}: {kc['name']}, grid {kc['grid']}, "
+        f"{kc['registers_per_thread']} registers, {kc['shared_memory_bytes']} B shared",
+        decode(ks["name"]).op == decode(kc["name"]).op == "flex_attention" and same_launch,
+        "the launch differs" if not same_launch else "another kernel")]
+    gs, _ = block_states(sliding.stage, sliding.shape)
+    gc, _ = block_states(causal.stage, causal.shape)
+    ts, tc = sliding.summary()["gpu_time_us"], causal.summary()["gpu_time_us"]
+    visited = (gs > 0).sum() / (gc > 0).sum()
+    out.append(Verdict(
+        "its cost follows the blocks it visits: fewer blocks, less GPU time",
+        f"{int((gs > 0).sum())} of {gs.size} blocks visited against {int((gc > 0).sum())} for causal "
+        f"({visited:.2f}×); GPU time {ts:.1f} µs against {tc:.1f} µs ({ts / tc:.2f}×)",
+        bool(ts < tc) == bool(visited < 1), f"{ts / tc:.2f}× the GPU time for {visited:.2f}× the blocks"))
+    return out
+
+
+def verdicts(flex: Profile, flash: Profile) -> pd.DataFrame:
+    """What this page claims about flex against sdpa_flash, each computed from the traces."""
+    return table(verdict_list(flex, flash)).rename(columns={"the article": "this page claims"})
+
+
+def sliding_verdicts(sliding: Profile, causal: Profile) -> pd.DataFrame:
+    """What this page claims about flex_sliding against flex, each computed from the traces."""
+    return table(sliding_verdict_list(sliding, causal)).rename(columns={"the article": "this page claims"})

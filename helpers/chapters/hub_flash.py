@@ -1,0 +1,184 @@
+"""The hub_flash page: FlashAttention-2 from the Hub against SDPA's vendored FlashAttention-2
+(sdpa_flash): same algorithm, different binary, no layout transposes; the launch, registers,
+shared memory, occupancy and time, each computed from the two traces."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..core import trace
+from ..core.hub_kernel import STAGE, loaded_from, status
+from ..sources.modes import profile_stage
+from ..core.profile import TraceError
+from ..core.stages import DEFAULT_SHAPE, Shape
+from ..views.verdicts import Verdict, table
+
+@dataclass
+class HubFlash:
+    """What the hub_flash notebook shows: the trace, and what it is."""
+
+    prof: object            # helpers.profile.Profile
+    status: str             # the loading status line (where the kernel came from, or why not)
+    stand_in: bool = False  # True: no hub_flash trace exists here, prof is sdpa_flash's
+
+    @property
+    def note(self) -> str:
+        if self.stand_in:
+            return ("No hub_flash trace exists here, live or recorded, so the tables below show "
+                    "sdpa_flash's trace (PyTorch's vendored FlashAttention-2), labelled as such.")
+        extra = getattr(self.prof.provenance, "extra", {}) or {}
+        if extra.get("source"):
+            return f"The kernel in this trace: {extra['source']}."
+        if self.prof.mode == "live":
+            return f"The kernel in this trace: {loaded_from().label}."
+        return "The trace's provenance does not say where its kernel came from."
+
+    def markdown(self):
+        from IPython.display import Markdown
+        return Markdown(f"**What this trace is.** {self.note}")
+
+
+def summary_markdown(hub, others: dict):
+    """One paragraph of figures, each from the traces: GPU and CPU time against the SDPA backends."""
+    from IPython.display import Markdown
+    h = hub.summary()
+    parts = [f"{name}: {p.summary()['gpu_time_us']:.1f} µs GPU, {p.summary()['cpu_time_us']:.1f} µs CPU"
+             for name, p in others.items()]
+    return Markdown(f"One forward of **{hub.stage}**: {int(h['gpu_events'])} GPU event, "
+                    f"{h['gpu_time_us']:.1f} µs on the GPU and {h['cpu_time_us']:.1f} µs of CPU inside "
+                    f"`attn_fwd`. The SDPA backends, profiled the same way: {'; '.join(parts)}.")
+
+
+def profile_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> HubFlash:
+    """hub_flash live if `kernels` can load it here, else its replay, else sdpa_flash's, labelled.
+
+    Prints the loading status first, on every machine (a CPU one too), so a reader sees the
+    Hub's real answer before the replay banner."""
+    line = status()
+    print(line)
+    try:
+        prof = profile_stage(STAGE, shape, mode)
+        return HubFlash(prof, line)
+    except TraceError as err:
+        print(f"{err} Showing sdpa_flash's trace instead, labelled as sdpa_flash.")
+        return HubFlash(profile_stage("sdpa_flash", shape, mode), line, stand_in=True)
+
+
+# --- comparing the two binaries -----------------------------------------------------------------
+
+def _kernel(prof) -> pd.Series:
+    k = prof.kernels()
+    k = k[k["category"] == "kernel"]
+    if k.empty:
+        raise ValueError(f"the {prof.stage} forward has no kernel")
+    return k.iloc[-1] if len(k) == 1 else k.sort_values("dur_us").iloc[-1]
+
+
+_TEMPLATE_FIELDS = ("head_dim", "block_m", "block_n", "warps", "Is_Q_in_regs", "Share_Q_K_smem",
+                    "element", "Is_dropout", "Is_causal", "Is_local", "Has_alibi", "Is_even_MN",
+                    "Is_even_K", "Is_softcap", "Return_softmax")
+
+
+def binaries(profiles: dict) -> pd.DataFrame:
+    """The attention kernel of each stage, field by field, from its decoded name and its launch."""
+    columns = {}
+    for stage, prof in profiles.items():
+        k = _kernel(prof)
+        d = k["details"] if isinstance(k["details"], dict) else {}
+        row = {"library": k["library"], "namespace": d.get("namespace"), "kernel from": origin(prof),
+               "function": d.get("function")}
+        row |= {f: d.get(f) for f in _TEMPLATE_FIELDS}
+        row |= {"registers / thread": k["registers_per_thread"], "shared memory (B)": k["shared_memory_bytes"],
+                "grid": k["grid"], "block": k["block"], "CUPTI est. occupancy %": k["est_occupancy_pct"],
+                "launched by": k["launched_by"], "called from": k["aten_op"], "µs": round(float(k["dur_us"]), 1)}
+        columns[stage] = {key: (str(v) if isinstance(v, tuple) else v) for key, v in row.items()}
+    frame = pd.DataFrame(columns)
+    frame.index.name = "field"
+    if len(columns) == 2:
+        a, b = frame.columns
+        frame["same?"] = ["same" if str(x) == str(y) else "differs" for x, y in zip(frame[a], frame[b])]
+    return frame
+
+
+def origin(prof) -> str:
+    """Where the trace's attention kernel came from: its provenance, not a guess from its name."""
+    extra = getattr(prof.provenance, "extra", {}) or {}
+    if extra.get("source"):
+        return extra["source"]
+    if prof.stage == STAGE and prof.mode == "live":
+        return loaded_from().label
+    if prof.stage.startswith("sdpa"):
+        return f"PyTorch's own build, inside torch {prof.provenance.torch}"
+    return "not recorded"
+
+
+def transposes(prof) -> int:
+    return int((prof.cpu_ops()["name"] == "aten::transpose").sum())
+
+
+def cpu_lane(profiles: dict) -> pd.DataFrame:
+    """Per forward on the CPU lane: the ops under attn_fwd, layout ops, and the CPU time."""
+    rows = []
+    for stage, prof in profiles.items():
+        ops = prof.cpu_ops()
+        top = ops[ops["depth"] == 1]["name"].tolist()
+        layout = ops[ops["name"].isin(["aten::transpose", "aten::permute", "aten::contiguous",
+                                       "aten::clone", "aten::copy_"])]
+        rows.append({"stage": stage, "ops under attn_fwd": len(ops) - 1,
+                     "aten::transpose": transposes(prof), "layout ops (transpose, permute, copy)": len(layout),
+                     "first op": top[0] if top else None,
+                     "attn_fwd CPU µs": round(float(prof.summary()["cpu_time_us"]), 1)})
+    return pd.DataFrame(rows).set_index("stage")
+
+
+def runtime_calls(prof) -> pd.DataFrame:
+    """Every CUDA runtime / driver call of one forward, in order: the launch path."""
+    step = prof.forward_step
+    table = trace.steps(prof.events)
+    span = table[table["step"] == step].iloc[0]
+    rows = [{"call": e["name"], "µs": round(float(e["dur"]), 1), "correlation": e.get("args", {}).get("correlation")}
+            for e in sorted(prof.events, key=lambda e: e.get("ts", 0))
+            if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")
+            and span["start_us"] <= float(e["ts"]) <= span["end_us"]]
+    return pd.DataFrame(rows, columns=["call", "µs", "correlation"])
+
+
+def verdicts(hub, sdpa) -> pd.DataFrame:
+    """What this page claims about hub_flash against sdpa_flash, each computed from the two traces."""
+    return table(verdict_list(hub, sdpa)).rename(columns={"the article": "this page claims"})
+
+
+def verdict_list(hub, sdpa) -> list:
+    kh, ks = _kernel(hub), _kernel(sdpa)
+    dh = kh["details"] if isinstance(kh["details"], dict) else {}
+    ds = ks["details"] if isinstance(ks["details"], dict) else {}
+    same_args = [f for f in _TEMPLATE_FIELDS if dh.get(f) is not None and dh.get(f) == ds.get(f)]
+    diff_args = [f"{f}: {dh.get(f)} vs {ds.get(f)}" for f in _TEMPLATE_FIELDS if dh.get(f) != ds.get(f)]
+    out = [
+        Verdict("same algorithm family: both are FlashAttention-2 forward kernels with the same template arguments",
+                f"{hub.stage}: {kh['summary']}; {sdpa.stage}: {ks['summary']}; "
+                f"{len(same_args)} template arguments equal" + (f", differing: {'; '.join(diff_args)}" if diff_args else ""),
+                kh["library"] == ks["library"] == "FlashAttention-2" and not diff_args,
+                "; ".join(diff_args) or f"{kh['library']} vs {ks['library']}"),
+        Verdict("a different binary: the kernel's C++ namespace differs",
+                f"{hub.stage}: {dh.get('namespace')}:: ({origin(hub)}); "
+                f"{sdpa.stage}: {ds.get('namespace')}:: ({origin(sdpa)})",
+                dh.get("namespace") is not None and dh.get("namespace") != ds.get("namespace"),
+                "the same namespace: the same build?"),
+        Verdict("no layout transposes on the CPU lane: q, k, v come in FlashAttention's [batch, seq, heads, dim]",
+                f"aten::transpose per forward: {hub.stage}: {transposes(hub)}; {sdpa.stage}: {transposes(sdpa)}",
+                transposes(hub) == 0 and transposes(sdpa) > 0,
+                f"{transposes(hub)} transposes in {hub.stage}"),
+        Verdict("launched the same way, with the same registers and shared memory",
+                f"{hub.stage}: {kh['launched_by']}, {kh['registers_per_thread']} registers/thread, "
+                f"{kh['shared_memory_bytes']} B shared; {sdpa.stage}: {ks['launched_by']}, "
+                f"{ks['registers_per_thread']} registers/thread, {ks['shared_memory_bytes']} B shared",
+                kh["launched_by"] == ks["launched_by"] and kh["registers_per_thread"] == ks["registers_per_thread"]
+                and kh["shared_memory_bytes"] == ks["shared_memory_bytes"], "they differ"),
+    ]
+    gh, gs = hub.summary()["gpu_time_us"], sdpa.summary()["gpu_time_us"]
+    out.append(Verdict("the same kernel takes about the same GPU time (within 10%)",
+                       f"{hub.stage} {gh:.1f} µs, {sdpa.stage} {gs:.1f} µs per forward ({gh / gs:.2f}×)",
+                       abs(gh / gs - 1) <= 0.10, f"{gh / gs:.2f}× the GPU time of {sdpa.stage}"))
+    return out

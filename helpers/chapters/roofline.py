@@ -1,0 +1,464 @@
+"""The roofline: each stage's forward as one point under the ceilings of the GPU it ran on.
+
+A point's x is its arithmetic intensity, the FLOPs its kernels did (Nsight Compute's work
+counters, turned into FLOPs by the calibration matmuls) over the bytes they moved to and from
+DRAM (ncu's DRAM counters); its y is the FLOP/s it achieved, the same FLOPs over ncu's kernel
+time. The roof over a point is the lower of two ceilings measured on that GPU with
+triton.testing.do_bench: a bf16 matmul's FLOP/s, and a device-to-device copy's bytes per second
+times the intensity. The datasheet's figures are drawn too, labelled as the datasheet's.
+
+    from helpers.chapters import counters, roofline
+    c = counters.collect(stages)
+    roof = roofline.load_ceilings(c)
+    times = roofline.timings(c)
+    pts = roofline.points(c, roof, times)
+    roofline.chart(pts, roof, roofline.kernel_points(c, roof))
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..sources import ceilings as measured_ceilings
+from ..sources import ncu
+from ..sources.modes import resolve_mode
+from ..core.profile import Profile
+from ..core.stages import DEFAULT_SHAPE, Shape
+from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
+from .counters import Counters, flops_per_unit, kernel_flops
+from ..views.prose import glue
+
+TB = 1e12
+# the stages whose counters were recorded at several sequence lengths too
+SWEEP_STAGES = ("naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "flex")
+SEQ_OPTIONS = ("right, to more FLOPs per byte", "left, to more bytes per FLOP", "nowhere: it stays where it is")
+# a stage whose independent timer (do_bench) reads more than this over the profiler's GPU time
+# leaves the GPU idle between forwards: bound by the CPU (as tables.timer_agreement reads it)
+CPU_BOUND_TOLERANCE = 0.05
+
+# The datasheets' figures, labelled as such wherever they appear: dense (no sparsity) bf16 tensor
+# FLOP/s and memory bandwidth, from NVIDIA's product pages. The SXM parts where there are several.
+DATASHEET = {
+    "NVIDIA H200": {"part": "H200 SXM", "bf16 TFLOP/s": 989.0, "TB/s": 4.8},
+    "NVIDIA H100 80GB HBM3": {"part": "H100 SXM", "bf16 TFLOP/s": 989.0, "TB/s": 3.35},
+    "NVIDIA A100-SXM4-80GB": {"part": "A100 SXM 80GB", "bf16 TFLOP/s": 312.0, "TB/s": 2.039},
+    "NVIDIA L4": {"part": "L4", "bf16 TFLOP/s": 121.0, "TB/s": 0.3},
+}
+STAGE_COLORS = {
+    "naive": KIND_COLORS["masked_fill"], "inplace": KIND_COLORS["mask"], "sdpa_math": KIND_COLORS["softmax"],
+    "sdpa_efficient": KIND_COLORS["elementwise"], "sdpa_flash": KIND_COLORS["attention"],
+    "sdpa_cudnn": KIND_COLORS["gemm"], "sdpa_auto": KIND_COLORS["reduce"], "naive_compiled": KIND_COLORS["fused"],
+    "flex": KIND_COLORS["copy"], "flex_sliding": KIND_COLORS["fill"],
+}
+
+
+# ------------------------------------------------------------------------------------- ceilings
+
+def _roof(table: pd.DataFrame, gpu: str, how: str) -> dict:
+    by = table.set_index("ceiling")["value"]
+    matmul = float(by[next(c for c in by.index if "matmul" in c)])
+    copy = float(by[next(c for c in by.index if "copy" in c)])
+    return {"matmul TFLOP/s": matmul, "copy TB/s": copy, "ridge FLOP/B": matmul / copy,
+            "gpu": gpu, "mode": how, "table": table, "datasheet": DATASHEET.get(gpu), "live": None}
+
+
+def load_ceilings(c: Counters | None = None, mode: str = "auto", quiet: bool = False) -> dict:
+    """The roofs of the GPU the counters `c` come from: measured now where this process has a
+    CUDA GPU, else the replay set's recording. Where the counters are replayed from another GPU
+    than this one, the roofs are that GPU's recording (a point belongs under its own GPU's roof),
+    and those measured live here ride along under "live", for the table.
+
+    Returns {"matmul TFLOP/s", "copy TB/s", "ridge FLOP/B", "gpu", "mode", "table", "datasheet",
+    "live"}; the datasheet's figures for that GPU (or None) are labelled as the datasheet's."""
+    live = None
+    if resolve_mode(mode) == "live":
+        import torch
+        live = _roof(measured_ceilings.measure(), torch.cuda.get_device_name(), "live")
+    if live is not None and (c is None or c.gpu == live["gpu"]):
+        roof = live
+        line = f"Measured the ceilings live on {live['gpu']} with triton.testing.do_bench."
+    else:
+        table = measured_ceilings.load()
+        p = table.attrs.get("provenance", {})
+        roof = _roof(table, p.get("gpu", "?"), "replay")
+        roof["live"] = live
+        line = (f"Replaying the ceilings measured on {roof['gpu']} on {p.get('date', '?')[:10]} with "
+                f"triton.testing.do_bench (torch {p.get('torch', '?')})")
+        line += (f", the GPU the counters come from; measured live on {live['gpu']} too, in the table."
+                 if live else ".")
+    if not quiet:
+        print(line)
+    return roof
+
+
+def ceilings_table(roof: dict) -> pd.DataFrame:
+    """The two ceilings as measured, beside the datasheet's figures for the same GPU (and, where
+    the counters come from another GPU, this GPU's own, measured live)."""
+    rows = []
+    for r in (roof, roof.get("live")):
+        if r is None:
+            continue
+        sheet = r["datasheet"]
+        for row in r["table"].to_dict("records"):
+            key = "bf16 TFLOP/s" if "matmul" in row["ceiling"] else "TB/s"
+            rows.append({"ceiling": row["ceiling"], "measured on": f"{r['gpu']} ({r['mode']})",
+                         "what was timed": row["what was timed"],
+                         "do_bench median (ms)": round(row["median ms"], 3),
+                         "measured": f"{row['value']:,.2f} {row['value unit']}",
+                         "datasheet": f"{sheet[key]:g} {row['value unit']} ({sheet['part']} datasheet)"
+                         if sheet else "—",
+                         "measured / datasheet": round(row["value"] / sheet[key], 2) if sheet else None})
+    return pd.DataFrame(rows).set_index("ceiling")
+
+
+def roof_at(intensity, roof: dict) -> np.ndarray:
+    """The attainable FLOP/s at an arithmetic intensity (FLOP/B): min(matmul, intensity × copy)."""
+    return np.minimum(roof["matmul TFLOP/s"] * TB, np.asarray(intensity, dtype=float) * roof["copy TB/s"] * TB)
+
+
+# --------------------------------------------------------------------------------------- points
+
+def timings(c: Counters, quiet: bool = False) -> pd.DataFrame:
+    """The profiler's GPU time and do_bench's median per forward, for every (stage, shape) whose
+    counters `c` holds, on the GPU the counters come from: live (torch.profiler, then do_bench,
+    with a progress bar) when the counters were measured live, else the replay set's traces
+    (recorded on that GPU). A (stage, shape) without a trace is left out."""
+    jobs = [(stage, Shape.from_key(key)) for stage, key in c.kernels]
+    rows = []
+    if c.mode == "live":
+        import ipywidgets as w
+        from IPython.display import display
+
+        from ..sources.capture import capture
+        bar = w.IntProgress(min=0, max=len(jobs), description="do_bench")
+        display(bar)
+        for stage, shape in jobs:
+            try:
+                prof = capture(stage, shape, independent_timer=True)
+            except Exception as err:  # noqa: BLE001 - a stage this GPU can't run has no timing
+                if not quiet:
+                    print(f"  {stage} at {shape.key}: not timed here ({type(err).__name__}: {str(err)[:160]})")
+                bar.value += 1
+                continue
+            rows.append(_timing(prof))
+            bar.value += 1
+        bar.description = "done"
+    else:
+        from ..sources.modes import profile_stage
+        from ..core.profile import TraceError
+        for stage, shape in jobs:
+            try:
+                prof = profile_stage(stage, shape, mode="replay", quiet=True)
+            except TraceError:
+                continue
+            if prof.provenance.gpu == c.gpu:
+                rows.append(_timing(prof))
+        if not quiet and rows:
+            print(f"Replaying the profiler's and do_bench's times of {len(rows)} forwards, recorded on "
+                  f"{prof.provenance.description}.")
+    return pd.DataFrame(rows, columns=["stage", "shape", "profiler GPU µs", "CPU µs", "do_bench µs"])
+
+
+def _timing(prof: Profile) -> dict:
+    s = prof.summary()
+    return {"stage": prof.stage, "shape": prof.shape.key, "profiler GPU µs": float(s["gpu_time_us"]),
+            "CPU µs": float(s["cpu_time_us"]), "do_bench µs": s["do_bench_us"]}
+
+
+def _cpu_bound(times: pd.DataFrame | None, stage: str, shape: Shape) -> tuple:
+    """(profiler GPU µs, do_bench µs, ratio) of a stage at `shape`, where timed."""
+    if times is None or times.empty:
+        return None, None, None
+    row = times[(times["stage"] == stage) & (times["shape"] == shape.key)]
+    if row.empty:
+        return None, None, None
+    gpu, bench = float(row["profiler GPU µs"].iloc[0]), row["do_bench µs"].iloc[0]
+    if bench is None or pd.isna(bench):
+        return gpu, None, None
+    return gpu, float(bench), float(bench) / gpu
+
+
+def points(c: Counters, roof: dict, times: pd.DataFrame | None = None,
+           shapes: Sequence[Shape] | None = None) -> pd.DataFrame:
+    """One row per (stage, shape): measured FLOPs and DRAM bytes, ncu's kernel time, arithmetic
+    intensity, achieved FLOP/s, the roof at that intensity and how much of it the forward reached,
+    which ceiling is the roof there (memory or compute), and, with `times` (from `timings`), the
+    profiler's GPU time against do_bench's: bound by the CPU when do_bench is longer."""
+    factors = flops_per_unit(c)
+    keys = {s.key for s in shapes} if shapes else None
+    rows = []
+    for (stage, key), table in c.kernels.items():
+        if keys is not None and key not in keys:
+            continue
+        shape = Shape.from_key(key)
+        flops = float(kernel_flops(table, factors).sum())
+        moved = float(table["dram_bytes"].sum())
+        seconds = float(table["time_ns"].sum()) / 1e9
+        intensity = flops / moved if moved else float("nan")
+        attainable = float(roof_at(intensity, roof))
+        gpu_us, bench_us, ratio = _cpu_bound(times, stage, shape)
+        cpu = None if ratio is None else bool(ratio > 1 + CPU_BOUND_TOLERANCE)
+        rows.append({
+            "stage": stage, "seq": shape.seq, "shape": key, "kernels": len(table),
+            "GFLOP": flops / 1e9, "DRAM MB": moved / 1e6, "ncu µs": seconds * 1e6,
+            "FLOP/B": intensity, "TFLOP/s": flops / seconds / TB, "TB/s": moved / seconds / TB,
+            "roof TFLOP/s": attainable / TB, "% of roof": 100 * flops / seconds / attainable,
+            "roof": "memory" if intensity < roof["ridge FLOP/B"] else "compute",
+            "profiler GPU µs": gpu_us, "do_bench µs": bench_us,
+            "do_bench / profiler": ratio, "bound by the CPU": cpu})
+    return pd.DataFrame(rows)
+
+
+def kernel_points(c: Counters, roof: dict, shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame:
+    """The same, one row per kernel of each stage's forward at `shape` (kernels that did no
+    counted work have no intensity and are left out of the chart)."""
+    factors = flops_per_unit(c)
+    rows = []
+    for (stage, key), table in c.kernels.items():
+        if key != shape.key:
+            continue
+        flops = kernel_flops(table, factors)
+        for r, f in zip(table.to_dict("records"), flops):
+            seconds = r["time_ns"] / 1e9
+            intensity = f / r["dram_bytes"] if r["dram_bytes"] else float("nan")
+            rows.append({"stage": stage, "#": r["#"], "kernel": r["kernel"], "GFLOP": f / 1e9,
+                         "DRAM MB": r["dram_bytes"] / 1e6, "ncu µs": seconds * 1e6, "FLOP/B": intensity,
+                         "TFLOP/s": f / seconds / TB if seconds else float("nan"),
+                         "% of roof": 100 * f / seconds / float(roof_at(intensity, roof))
+                         if seconds and f else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The per-kernel points as a reader reads them, indexed by stage and kernel number."""
+    return kernels.set_index(["stage", "#"]).round({"GFLOP": 2, "DRAM MB": 1, "ncu µs": 1, "FLOP/B": 1,
+                                                     "TFLOP/s": 1, "% of roof": 1})
+
+
+def table(pts: pd.DataFrame) -> pd.DataFrame:
+    """The points as a reader reads them, rounded, one row per stage."""
+    cols = ["stage", "kernels", "GFLOP", "DRAM MB", "FLOP/B", "TFLOP/s", "% of roof", "roof", "ncu µs",
+            "do_bench µs", "bound by the CPU"]
+    out = pts[cols].copy()
+    out["bound by the CPU"] = out["bound by the CPU"].map({True: "yes", False: "no", None: "—"})
+    return out.set_index("stage").round({"GFLOP": 1, "DRAM MB": 1, "ncu µs": 1, "FLOP/B": 1, "TFLOP/s": 1,
+                                          "TB/s": 2, "roof TFLOP/s": 1, "% of roof": 1,
+                                          "profiler GPU µs": 1, "do_bench µs": 1})
+
+
+# ---------------------------------------------------------------------------------------- chart
+
+# the roofs are drawn over this span of intensities; the axes show the part the points need
+ROOF_SPAN = (1e-2, 1e5)
+# a marker shape per stage besides its colour: stages whose points fall close together stay apart
+STAGE_SYMBOLS = {"naive": "circle", "inplace": "x-thin-open", "sdpa_math": "square", "sdpa_efficient": "triangle-up",
+                 "sdpa_flash": "diamond", "sdpa_cudnn": "star", "naive_compiled": "pentagon", "flex": "hexagon",
+                 "flex_sliding": "hexagon-open", "sdpa_auto": "star-open"}
+
+
+def _roof_lines(fig: go.Figure, roof: dict) -> None:
+    """The measured roof and the datasheet's, named where they run flat (not in the legend, which
+    a phone stacks under the chart)."""
+    xs = np.logspace(np.log10(ROOF_SPAN[0]), np.log10(ROOF_SPAN[1]), 400)
+    fig.add_scatter(x=xs, y=roof_at(xs, roof) / TB, mode="lines", name=f"roof measured on {literal(roof['gpu'])}",
+                    line=dict(color=SERIES_COLORS["GPU time"], width=3), showlegend=False,
+                    hovertemplate="measured roof at %{x:.1f} FLOP/B: %{y:.0f} TFLOP/s<extra></extra>")
+    fig.add_annotation(x=1, xref="x domain", xanchor="right", y=np.log10(roof["matmul TFLOP/s"]), yanchor="top",
+                       text="measured roof", showarrow=False, font=dict(color=SERIES_COLORS["GPU time"], size=12))
+    sheet = roof.get("datasheet")
+    if sheet:
+        ys = np.minimum(sheet["bf16 TFLOP/s"], xs * sheet["TB/s"])
+        fig.add_scatter(x=xs, y=ys, mode="lines", name=f"{sheet['part']} datasheet", showlegend=False,
+                        line=dict(color=MUTED, width=1.5, dash="dash"),
+                        hovertemplate=f"{sheet['part']} datasheet at %{{x:.1f}} FLOP/B: %{{y:.0f}} TFLOP/s"
+                                      "<extra></extra>")
+        fig.add_annotation(x=1, xref="x domain", xanchor="right", y=np.log10(sheet["bf16 TFLOP/s"]),
+                           yanchor="bottom", text=f"{sheet['part']} datasheet", showarrow=False,
+                           font=dict(color=MUTED, size=12))
+
+
+def _hover(r) -> str:
+    cpu = ""
+    if r["bound by the CPU"] is True:
+        cpu = f"<br>bound by the CPU: do_bench {r['do_bench µs']:.1f} µs vs {r['profiler GPU µs']:.1f} µs on the GPU"
+    return (f"<b>{r['stage']}</b> · seq {r['seq']}<br>{r['GFLOP']:.1f} GFLOP over {r['DRAM MB']:.1f} MB "
+            f"of DRAM: {r['FLOP/B']:.1f} FLOP/B<br>{r['TFLOP/s']:.1f} TFLOP/s in {r['ncu µs']:.1f} µs "
+            f"(ncu): {r['% of roof']:.0f}% of the {r['roof']} roof{cpu}")
+
+
+def _waited(r) -> float:
+    """TFLOP/s over do_bench's time: what a caller waiting for each forward gets."""
+    return r["GFLOP"] * 1e9 / (r["do_bench µs"] * 1e-6) / TB
+
+
+def _axes(fig: go.Figure, pts: pd.DataFrame, roof: dict, height: int) -> None:
+    """Log axes around the points and the ridge; the legend under the chart, where a phone has
+    room for it."""
+    ok = pts[np.isfinite(pts["FLOP/B"]) & (pts["FLOP/B"] > 0) & (pts["TFLOP/s"] > 0)]
+    lows = list(ok["TFLOP/s"]) + [_waited(r) for r in ok.to_dict("records") if r["bound by the CPU"] is True]
+    x = (min(ok["FLOP/B"].min(), roof["ridge FLOP/B"]) / 4, max(ok["FLOP/B"].max(), roof["ridge FLOP/B"]) * 4)
+    top = max(roof["matmul TFLOP/s"], (roof["datasheet"] or {}).get("bf16 TFLOP/s", 0))
+    fig.update_layout(
+        height=height, hovermode="closest", margin=dict(t=90, b=60),
+        xaxis=dict(type="log", title="FLOP per DRAM byte", range=np.log10(x).tolist(), dtick=1),
+        yaxis=dict(type="log", title="TFLOP/s achieved", range=[np.log10(min(lows) / 2), np.log10(top * 1.8)],
+                   dtick=1),
+        legend=dict(orientation="h", x=0, xanchor="left", y=-0.14, yanchor="top"))
+
+
+def chart(pts: pd.DataFrame, roof: dict, kernels: pd.DataFrame | None = None) -> go.Figure:
+    """The roofline, log-log: the measured roof, the datasheet's, one point per stage; per-kernel
+    points are in the legend, hidden until clicked ("on demand"). A stage bound by the CPU gets a
+    hollow twin at its FLOPs over do_bench's time: what a caller that waits for it gets."""
+    fig = go.Figure()
+    _roof_lines(fig, roof)
+    for r in pts.to_dict("records"):
+        color = STAGE_COLORS.get(r["stage"], KIND_COLORS["unknown"])
+        fig.add_scatter(x=[r["FLOP/B"]], y=[r["TFLOP/s"]], mode="markers", name=r["stage"],
+                        marker=dict(size=14, color=color, symbol=STAGE_SYMBOLS.get(r["stage"], "circle"),
+                                    line=dict(width=1.5, color=color)),
+                        hovertext=[_hover(r)], hovertemplate="%{hovertext}<extra></extra>",
+                        legendgroup=r["stage"])
+        if r["bound by the CPU"] is True:
+            fig.add_scatter(x=[r["FLOP/B"], r["FLOP/B"]], y=[r["TFLOP/s"], _waited(r)], mode="lines+markers",
+                            line=dict(color=color, dash="dot", width=1),
+                            marker=dict(size=[0, 12], color="rgba(0,0,0,0)", line=dict(width=2, color=color)),
+                            name=f"{r['stage']} timed by do_bench", legendgroup=r["stage"], showlegend=False,
+                            hovertemplate=f"{r['stage']}, timed by do_bench: %{{y:.1f}} TFLOP/s<extra></extra>")
+    if kernels is not None and len(kernels):
+        k = kernels[np.isfinite(kernels["FLOP/B"]) & (kernels["GFLOP"] > 0)]
+        fig.add_scatter(
+            x=k["FLOP/B"], y=k["TFLOP/s"], mode="markers", name="each kernel (click to show)",
+            visible="legendonly", marker=dict(size=8, symbol=[STAGE_SYMBOLS.get(s, "circle") for s in k["stage"]],
+                                              color=[STAGE_COLORS.get(s, KIND_COLORS["unknown"]) for s in k["stage"]],
+                                              opacity=0.6),
+            customdata=list(zip(k["stage"], k["#"], k["kernel"].map(lambda n: literal(n[:90])),
+                                k["ncu µs"], k["% of roof"])),
+            hovertemplate="%{customdata[0]} · kernel %{customdata[1]}<br>%{customdata[2]}<br>%{x:.1f} FLOP/B, "
+                          "%{y:.1f} TFLOP/s in %{customdata[3]:.1f} µs: %{customdata[4]:.0f}% of the roof"
+                          "<extra></extra>")
+    _axes(fig, pts, roof, 620)
+    shapes = ", ".join(dict.fromkeys(f"seq {s}" for s in pts["seq"]))
+    return _title(fig, f"Roofline · {literal(roof['gpu'])}",
+                  f"a point per forward ({shapes}) · hollow: do_bench<br>"
+                  f"FLOPs, bytes: ncu · roofs: do_bench ({roof['mode']})")
+
+
+def sweep_chart(pts: pd.DataFrame, roof: dict) -> go.Figure:
+    """The stages recorded at several sequence lengths: one line per stage through its points, the
+    marker growing with the sequence; a hollow twin where the CPU holds a forward back."""
+    fig = go.Figure()
+    _roof_lines(fig, roof)
+    finite = pts[np.isfinite(pts["FLOP/B"]) & (pts["FLOP/B"] > 0)]
+    finite = finite[finite.groupby("stage")["seq"].transform("nunique") > 1]
+    for stage, rows in finite.groupby("stage", sort=False):
+        rows = rows.sort_values("seq")
+        color = STAGE_COLORS.get(stage, KIND_COLORS["unknown"])
+        sizes = [6 + 3 * np.log2(s / rows["seq"].min()) for s in rows["seq"]]
+        fig.add_scatter(x=rows["FLOP/B"], y=rows["TFLOP/s"], mode="lines+markers", name=stage,
+                        line=dict(color=color, width=1.5),
+                        marker=dict(size=sizes, color=color, symbol=STAGE_SYMBOLS.get(stage, "circle")),
+                        hovertext=[_hover(r) for r in rows.to_dict("records")],
+                        hovertemplate="%{hovertext}<extra></extra>", legendgroup=stage)
+        waited = rows[rows["bound by the CPU"] == True]  # noqa: E712
+        if len(waited):
+            fig.add_scatter(x=waited["FLOP/B"], y=[_waited(r) for r in waited.to_dict("records")],
+                            mode="markers", legendgroup=stage, showlegend=False,
+                            marker=dict(size=10, color="rgba(0,0,0,0)", line=dict(width=2, color=color)),
+                            customdata=waited["seq"], hovertemplate=f"{stage} at seq %{{customdata}}, timed by "
+                                                                    "do_bench: %{y:.1f} TFLOP/s<extra></extra>")
+    _axes(fig, finite, roof, 600)
+    seqs = sorted(finite["seq"].unique())
+    return _title(fig, "As the sequence grows",
+                  f"seq {', '.join(map(str, seqs))}: larger marker, longer sequence<br>"
+                  "hollow: timed by do_bench (CPU-bound)")
+
+
+# ----------------------------------------------------------------------------------------- glue
+
+def _and(items) -> str:
+    items = list(items)
+    if not items:
+        return "none"
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def glue_ceilings(roof: dict) -> dict:
+    """Glue the ceilings, measured and the datasheet's, as `roof_<name>`."""
+    sheet = roof["datasheet"]
+    values = {
+        "gpu": roof["gpu"], "matmul_tflops": f"{roof['matmul TFLOP/s']:.0f}", "copy_tbps": f"{roof['copy TB/s']:.2f}",
+        "ridge": f"{roof['ridge FLOP/B']:.0f}",
+        "sheet_part": sheet["part"] if sheet else "this GPU",
+        "sheet_tflops": f"{sheet['bf16 TFLOP/s']:g}" if sheet else "—",
+        "sheet_tbps": f"{sheet['TB/s']:g}" if sheet else "—",
+        "matmul_of_sheet": f"{100 * roof['matmul TFLOP/s'] / sheet['bf16 TFLOP/s']:.0f}" if sheet else "—",
+        "copy_of_sheet": f"{100 * roof['copy TB/s'] / sheet['TB/s']:.0f}" if sheet else "—",
+    }
+    for key, value in values.items():
+        glue(f"roof_{key}", value)
+    return values
+
+
+def glue_roofline(pts: pd.DataFrame, roof: dict) -> dict:
+    """Glue what the chapter says in numbers, as `roof_<name>`: the best stage and how far it is
+    from its roof, which stages sit under the memory roof, which are bound by the CPU."""
+    best = pts.loc[pts["TFLOP/s"].idxmax()]
+    closest = pts.loc[pts["% of roof"].idxmax()]
+    memory = pts[pts["roof"] == "memory"]["stage"].tolist()
+    compute = pts[pts["roof"] == "compute"]["stage"].tolist()
+    cpu = pts[pts["bound by the CPU"] == True]["stage"].tolist()  # noqa: E712 (None: no timer)
+    values = {
+        "best": best["stage"], "best_tflops": f"{best['TFLOP/s']:.0f}", "best_ai": f"{best['FLOP/B']:.0f}",
+        "best_roof_tflops": f"{best['roof TFLOP/s']:.0f}", "best_pct": f"{best['% of roof']:.0f}",
+        "best_gap_pct": f"{100 - best['% of roof']:.0f}", "best_roof": best["roof"],
+        "closest": closest["stage"], "closest_pct": f"{closest['% of roof']:.0f}",
+        "memory": _and(memory), "memory_count": len(memory), "compute": _and(compute),
+        "cpu": _and(cpu), "cpu_count": len(cpu), "stages": len(pts),
+        "cpu_detail": _and([f"{r['stage']} (do_bench {r['do_bench / profiler']:.2f}× the profiler's GPU time)"
+                            for r in pts[pts["bound by the CPU"] == True].to_dict("records")]),  # noqa: E712
+    }
+    for key, value in values.items():
+        glue(f"roof_{key}", value)
+    return values
+
+
+def sweep_shapes(stage: str = "sdpa_flash") -> list[Shape]:
+    """The shapes whose counters were recorded for `stage` (the sweep), shortest sequence first."""
+    return ncu.recorded_shapes(stage)
+
+
+def _direction(rows: pd.DataFrame) -> str:
+    rows = rows.sort_values("seq")
+    first, last = rows["FLOP/B"].iloc[0], rows["FLOP/B"].iloc[-1]
+    if last > 1.1 * first:
+        return SEQ_OPTIONS[0]
+    if last < first / 1.1:
+        return SEQ_OPTIONS[1]
+    return SEQ_OPTIONS[2]
+
+
+def glue_sweep(pts: pd.DataFrame) -> dict:
+    """Glue how the flash and naive stages' intensity moves with the sequence, as `sweep_<name>`."""
+    shortest, longest = int(pts["seq"].min()), int(pts["seq"].max())
+    cpu_short = pts[(pts["seq"] == shortest) & (pts["bound by the CPU"] == True)]["stage"]  # noqa: E712
+    cpu_long = pts[(pts["seq"] == longest) & (pts["bound by the CPU"] == True)]["stage"]  # noqa: E712
+    values = {"seq_min": shortest, "seq_max": longest, "cpu_short": _and(cpu_short), "cpu_long": _and(cpu_long),
+              "cpu_short_count": len(cpu_short)}
+    for stage, key in (("sdpa_flash", "flash"), ("naive", "naive"), ("sdpa_cudnn", "cudnn")):
+        rows = pts[pts["stage"] == stage]
+        if len(rows) < 2:
+            continue
+        ai = rows.sort_values("seq")["FLOP/B"]
+        sides = set(rows["roof"])
+        side = (f"under the {sides.pop()} roof at every sequence length" if len(sides) == 1 else
+                "under the memory roof at some sequence lengths and the compute roof at others")
+        values |= {f"{key}_ai_min": f"{ai.min():.0f}", f"{key}_ai_max": f"{ai.max():.0f}", f"{key}_side": side,
+                   f"{key}_ai_first": f"{ai.iloc[0]:.0f}", f"{key}_ai_last": f"{ai.iloc[-1]:.0f}",
+                   f"{key}_direction": _direction(rows)}
+    for key, value in values.items():
+        glue(f"sweep_{key}", value)
+    return values

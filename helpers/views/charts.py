@@ -1,0 +1,371 @@
+"""Every plotly chart of the book, in one style, so a reader learns to read a chart once."""
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import sys
+from typing import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.io.base_renderers import MimetypeRenderer, PlotlyRenderer
+
+from ..core.profile import Profile
+
+# one palette for the whole book; colour means the same thing everywhere
+KIND_COLORS = {
+    "gemm": "#4C78A8", "attention": "#54A24B", "softmax": "#F58518", "masked_fill": "#E45756",
+    "elementwise": "#72B7B2", "copy": "#B279A2", "memcpy": "#B279A2", "fill": "#9D755D",
+    "memset": "#9D755D", "reduce": "#EECA3B", "mask": "#FF9DA6", "fused": "#8CD17D",
+    "unknown": "#BAB0AC",
+}
+SERIES_COLORS = {"GPU time": "#4C78A8", "CPU time": "#F58518", "do_bench": "#54A24B"}
+MUTED = "#8A8F98"  # readable on the light and the dark theme alike
+
+TEMPLATE = "attention_profiled"   # the book's plotly template, registered by use_book_style()
+
+
+def book_template() -> go.layout.Template:
+    return go.layout.Template(layout=go.Layout(
+        font=dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=13, color=MUTED),
+        paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
+        xaxis=dict(gridcolor="rgba(138,143,152,0.25)", zerolinecolor="rgba(138,143,152,0.4)"),
+        yaxis=dict(gridcolor="rgba(138,143,152,0.25)", zerolinecolor="rgba(138,143,152,0.4)"),
+        hoverlabel=dict(font=dict(family="ui-monospace, SFMono-Regular, Menlo, monospace", size=12),
+                        align="left"),
+        margin=dict(l=60, r=20, t=90, b=50),
+        legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"),
+        colorway=list(KIND_COLORS.values())))
+
+
+def _only_used_templates(fig_dict: dict) -> dict:
+    """The figure with its template's per-trace-type defaults kept for the types it draws: plotly's
+    template carries them for some 40 types, 7.5 KB in every chart of a page."""
+    template = (fig_dict.get("layout") or {}).get("template") or {}
+    if not isinstance(template.get("data"), dict):
+        return fig_dict
+    used = {t.get("type", "scatter") for t in fig_dict.get("data", [])}
+    data = {k: v for k, v in template["data"].items() if k in used}
+    return {**fig_dict, "layout": {**fig_dict["layout"], "template": {**template, "data": data}}}
+
+
+class BookRenderer(MimetypeRenderer):
+    """One output, two forms: JupyterLab draws the plotly mimetype itself; the static book takes
+    a div that uses the one plotly.js it loads from _static, instead of inlining 3+ MB a chart."""
+
+    shown = 0
+
+    def to_mimebundle(self, fig_dict):
+        fig_dict = _only_used_templates(fig_dict)
+        bundle = PlotlyRenderer(config={"displaylogo": False}).to_mimebundle(fig_dict)
+        # a div id from the figure itself, so that running a notebook twice gives the same page
+        BookRenderer.shown += 1
+        digest = hashlib.sha1(json.dumps(fig_dict, sort_keys=True, default=str).encode()).hexdigest()
+        bundle["text/html"] = go.Figure(fig_dict).to_html(
+            include_plotlyjs=False, full_html=False, div_id=f"fig-{digest[:12]}-{BookRenderer.shown}",
+            config={"displaylogo": False, "responsive": True})
+        return bundle
+
+
+def install() -> None:
+    """The book's plotly style (called by helpers.use_book_style): its template by default, and
+    its renderer; Colab draws neither plotly's mimetype nor a div that expects the book's
+    plotly.js, so there its own renderer inlines plotly.js in the output."""
+    pio.templates[TEMPLATE] = book_template()
+    pio.templates.default = f"plotly+{TEMPLATE}"
+    pio.renderers["book"] = BookRenderer()
+    pio.renderers.default = "colab" if "google.colab" in sys.modules else "book"
+
+
+def literal(text: str) -> str:
+    """A kernel name for plotly text, whose subset of HTML would eat `<...>`."""
+    return html.escape(str(text), quote=False)
+
+
+def _title(fig: go.Figure, title: str, subtitle: str = "") -> go.Figure:
+    text = f"{title}<br><sup>{subtitle}</sup>" if subtitle else title
+    fig.update_layout(title=dict(text=text, x=0, xanchor="left"))
+    return fig
+
+
+def _source(prof: Profile) -> str:
+    p = prof.provenance
+    return f"{p.mode}: {p.gpu}, torch {p.torch}, {prof.shape.key if prof.shape else prof.stage}"
+
+
+# above this many GPU events in a step, kernel_durations shows the kernels that take the most time
+DURATION_BARS_MAX = 48
+DURATION_TOP = 25
+
+
+def _top_kernel_durations(prof: Profile, table: pd.DataFrame, top: int) -> go.Figure:
+    """The `top` kernels by total time, one bar per kernel name and step (a step's thousands of
+    events as one bar each would be unreadable)."""
+    totals = table.groupby("name")["dur_us"].sum().sort_values(ascending=False)
+    names = list(totals.index[:top])
+    labels = {n: f"{i + 1}. {kind}" + (f" ({op})" if isinstance(op, str) and op else "")
+              for i, (n, kind, op) in enumerate(zip(
+                  names, table.drop_duplicates("name").set_index("name").loc[names, "kind"],
+                  table.drop_duplicates("name").set_index("name").loc[names, "op"]))}
+    fig = go.Figure()
+    first = table["step"].min()
+    for step, events in table[table["name"].isin(names)].groupby("step", sort=True):
+        g = events.groupby("name").agg(total=("dur_us", "sum"), calls=("dur_us", "size"),
+                                       kind=("kind", "first"),
+                                       op=("top_aten_op", lambda s: ", ".join(dict.fromkeys(s.dropna()))))
+        g = g.reindex([n for n in names if n in g.index])
+        fig.add_bar(
+            x=[labels[n] for n in g.index], y=g["total"], name=f"ProfilerStep#{step}",
+            marker_color=[KIND_COLORS.get(k, KIND_COLORS["unknown"]) for k in g["kind"]],
+            marker_line=dict(width=0), opacity=min(1.0, 0.55 + 0.15 * (step - first)),
+            customdata=list(zip(g.index.map(literal), g["calls"], g["op"].map(literal))),
+            hovertemplate="%{customdata[0]}<br>%{y:.1f} µs in %{customdata[1]} calls, launched in "
+                          "%{customdata[2]}<extra>%{fullData.name}</extra>")
+    fig.update_layout(barmode="group", yaxis_title="total duration in the step (µs)", height=460)
+    fig.update_xaxes(tickangle=-40)
+    return _title(fig, f"{prof.stage}: the {len(names)} kernels that take the most GPU time",
+                  f"one bar per kernel and profiler step, its calls summed · {_source(prof)}")
+
+
+def kernel_durations(prof: Profile, top: int | None = None) -> go.Figure:
+    """Each GPU event of each forward, in launch order, coloured by kind.
+
+    A step of more than DURATION_BARS_MAX events (or `top` given) shows instead the `top`
+    kernels by total time, their calls summed, one bar per kernel and step."""
+    table = prof.kernels("all")
+    per_step = table.groupby("step").size()
+    if top is not None or (len(per_step) and per_step.max() > DURATION_BARS_MAX):
+        return _top_kernel_durations(prof, table, top or DURATION_TOP)
+    fig = go.Figure()
+    for step, events in table.groupby("step", sort=True):
+        events = events.reset_index(drop=True)
+        labels = [f"{i + 1}. {kind}" + (f" ({op})" if isinstance(op, str) and op else "")
+                  for i, (kind, op) in enumerate(zip(events["kind"], events["op"]))]
+        fig.add_bar(
+            x=labels, y=events["dur_us"], name=f"ProfilerStep#{step}",
+            marker_color=[KIND_COLORS.get(k, KIND_COLORS["unknown"]) for k in events["kind"]],
+            marker_line=dict(width=0), opacity=0.55 + 0.15 * (step - table["step"].min()),
+            customdata=list(zip(events["name"].map(literal), events["launched_by"].fillna(""),
+                                events["top_aten_op"].fillna(""))),
+            hovertemplate="%{customdata[0]}<br>%{y:.1f} µs, launched by %{customdata[1]} "
+                          "in %{customdata[2]}<extra>%{fullData.name}</extra>")
+    fig.update_layout(barmode="group", yaxis_title="duration (µs)", height=420)
+    what = "forward" if prof.provenance.source == "stage" else "step"
+    return _title(fig, f"{prof.stage}: GPU events of each {what}",
+                  f"one bar per event and profiler step · {_source(prof)}")
+
+
+def stage_summaries(profiles: Sequence[Profile]) -> pd.DataFrame:
+    rows = [prof.summary() for prof in profiles]
+    return pd.DataFrame(rows).reset_index(drop=True)
+
+
+def kernels_per_forward(profiles: Sequence[Profile]) -> go.Figure:
+    """GPU events (kernels + memcpy + memset) per forward, one bar per stage."""
+    table = stage_summaries(profiles)
+    fig = go.Figure(go.Bar(x=table["stage"], y=table["gpu_events"], text=table["gpu_events"],
+                           textposition="outside", marker_color=SERIES_COLORS["GPU time"],
+                           hovertemplate="%{x}: %{y} GPU events per forward<extra></extra>"))
+    fig.update_layout(yaxis_title="GPU events per forward", height=380)
+    return _title(fig, "Kernels per forward", _source(profiles[-1]))
+
+
+def gpu_and_cpu_time(profiles: Sequence[Profile]) -> go.Figure:
+    """GPU time and CPU time per forward, side by side, for each stage."""
+    table = stage_summaries(profiles)
+    fig = go.Figure()
+    for label, column in (("GPU time", "gpu_time_us"), ("CPU time", "cpu_time_us")):
+        fig.add_bar(x=table["stage"], y=table[column], name=label,
+                    marker_color=SERIES_COLORS[label],
+                    hovertemplate="%{x}: %{y:.1f} µs " + label + " per forward<extra></extra>")
+    fig.update_layout(barmode="group", yaxis_title="µs per forward (median of 3 steps)", height=400)
+    regions = set(prof.annotation for prof in profiles)
+    cpu = (f"the {regions.pop()} annotation" if len(regions) == 1 and None not in regions
+           else "each profile's annotation (or its whole step)")
+    return _title(fig, "GPU time and CPU time per forward",
+                  f"GPU: sum of the forward's GPU events · CPU: {cpu}")
+
+
+# the timeline draws at most this many bars per kind of lane (CPU ops, launches, GPU events);
+# above it, lanes are cut to fewer depths and then merged into segments, so that a training
+# step of thousands of events stays a figure a browser draws at once
+TIMELINE_MAX_BARS = 1000
+TIMELINE_MAX_DEPTHS = 12   # CPU lanes per thread
+TIMELINE_MAX_LINKS = 300   # dotted launch → event lines, beyond which they are noise
+TIMELINE_RESOLUTION = 800  # segments: events closer than 1/800 of the window merge
+
+
+def _segments(frame: pd.DataFrame, resolution: float, kind_column: str | None) -> pd.DataFrame:
+    """Events of one lane closer than `resolution` µs merged into segments: where, how many, what.
+
+    Columns: start_us, end_us, events, total_us (the events' summed time), kind (the kind with
+    the most time), name (the event with the most time)."""
+    frame = frame.sort_values("start_us", kind="stable")
+    reach = frame["end_us"].cummax().shift(1, fill_value=-float("inf"))
+    segment = (frame["start_us"] > reach + resolution).cumsum().to_numpy()
+    frame = frame.assign(segment=segment)
+    groups = frame.groupby("segment", sort=True)
+    out = pd.DataFrame({"start_us": groups["start_us"].min(), "end_us": groups["end_us"].max(),
+                        "events": groups.size(), "total_us": groups["dur_us"].sum()})
+    heaviest = frame.loc[groups["dur_us"].idxmax()].set_index("segment")
+    out["name"] = heaviest["name"]
+    if kind_column:
+        by_kind = frame.groupby(["segment", kind_column], sort=False)["dur_us"].sum().reset_index()
+        top = by_kind.loc[by_kind.groupby("segment")["dur_us"].idxmax()].set_index("segment")
+        out["kind"] = top[kind_column]
+    return out.reset_index(drop=True)
+
+
+def _density(seg: pd.DataFrame) -> list[float]:
+    """A merged segment's opacity: the share of it its events fill (a faint bar is a mostly idle
+    stretch, not a busy one), never fainter than can be seen."""
+    width = (seg["end_us"] - seg["start_us"]).clip(lower=1e-9)
+    return (seg["total_us"] / width).clip(0.12, 1.0).round(3).tolist()
+
+
+def _thread_labels(prof: Profile, ops: pd.DataFrame) -> dict:
+    """'CPU' for the thread the step runs on; the others by what they are (autograd's backward)."""
+    tids = list(dict.fromkeys(ops["tid"]))
+    if len(tids) <= 1:
+        return {t: "CPU" for t in tids}
+    roots = ops[ops["depth"] == 0]
+    main = roots["tid"].iloc[0] if prof.annotation is not None and len(roots) else ops["tid"].value_counts().idxmax()
+    labels = {}
+    for t in tids:
+        name = str(prof.threads.get(t) or "")
+        labels[t] = ("CPU" if t == main else "autograd" if "autograd" in name.lower() else f"tid {t}")
+    return labels
+
+
+def timeline(prof: Profile, step: int | None = None, window: tuple[float, float] | None = None,
+             max_bars: int = TIMELINE_MAX_BARS) -> go.Figure:
+    """One profiler step: the CPU lane (aten ops, nested) above the GPU lane, launches linked.
+
+    `window=(from_us, to_us)`, in µs since the step's first op, shows that stretch alone. A step
+    with more than `max_bars` events of a kind is drawn coarser: fewer op depths first, then
+    events merged into segments (hover says how many); the subtitle says what was merged, and a
+    narrower window shows it whole."""
+    step = prof.forward_step if step is None else step
+    ops, gpu = prof.cpu_ops(step), prof.kernels(step)
+    launches = prof.launches(step)
+    t0 = ops["start_us"].min() if len(ops) else gpu["start_us"].min()
+    notes = []
+    if window is not None:
+        lo, hi = t0 + window[0], t0 + window[1]
+        ops = ops[(ops["end_us"] >= lo) & (ops["start_us"] <= hi)]
+        gpu = gpu[(gpu["end_us"] >= lo) & (gpu["start_us"] <= hi)]
+        launches = launches[(launches["start_us"] + launches["dur_us"] >= lo) & (launches["start_us"] <= hi)]
+        notes.append(f"{window[0]:,.0f}–{window[1]:,.0f} µs")
+    span = max([float(f["start_us"].max() + f["dur_us"].max()) for f in (ops, gpu, launches) if len(f)]
+               + [t0 + 1]) - t0
+    resolution = (window[1] - window[0] if window else span) / TIMELINE_RESOLUTION
+
+    # CPU lanes: one per thread and depth (at most TIMELINE_MAX_DEPTHS deep). Too many ops to draw
+    # one by one: each lane's ops merge into segments at the window's resolution (a bar no
+    # narrower than a pixel or two), and the deepest lanes go while the segments overflow
+    threads = _thread_labels(prof, ops)
+    deepest = int(ops["depth"].max()) if len(ops) else 0
+    hidden = int((ops["depth"] >= TIMELINE_MAX_DEPTHS).sum())
+    ops = ops[ops["depth"] < TIMELINE_MAX_DEPTHS]
+    lane = lambda tid, d: f"{threads[tid]} {d}"  # noqa: E731
+    seg = None
+    if len(ops) > max_bars:
+        parts = {key: _segments(g, resolution, None).assign(lane=lane(*key), depth=key[1])
+                 for key, g in ops.groupby(["tid", "depth"], sort=True)}
+        per_depth = pd.Series({k[1]: len(v) for k, v in parts.items()}).groupby(level=0).sum().sort_index()
+        fits = per_depth.cumsum() <= max_bars
+        depth_limit = int(per_depth.index[fits].max()) if fits.any() else int(per_depth.index.min())
+        seg = pd.concat([v for k, v in parts.items() if k[1] <= depth_limit], ignore_index=True)
+        hidden += int((ops["depth"] > depth_limit).sum())
+        notes.append(f"{int((ops['depth'] <= depth_limit).sum()):,} CPU ops merged into {len(seg):,} segments")
+        ops = ops[ops["depth"] <= depth_limit]
+    if hidden:
+        notes.append(f"{hidden:,} ops deeper than depth {min(deepest, int(ops['depth'].max()) if len(ops) else 0)} hidden")
+    cpu_rows = [lane(t, d) for t in threads for d in sorted(set(ops.loc[ops["tid"] == t, "depth"]))]
+
+    fig = go.Figure()
+    if seg is None:
+        fig.add_bar(
+            orientation="h", base=ops["start_us"] - t0, x=ops["dur_us"],
+            y=[lane(t, d) for t, d in zip(ops["tid"], ops["depth"])],
+            marker_color=SERIES_COLORS["CPU time"], marker_line=dict(width=0.5, color="white"),
+            opacity=0.85, name="CPU ops", customdata=list(zip(ops["name"].map(literal), ops["self_us"])),
+            hovertemplate="%{customdata[0]}<br>%{x:.1f} µs (self %{customdata[1]:.1f} µs)<extra></extra>")
+    else:
+        fig.add_bar(
+            orientation="h", base=seg["start_us"] - t0, x=seg["end_us"] - seg["start_us"], y=seg["lane"],
+            marker=dict(color=SERIES_COLORS["CPU time"], opacity=_density(seg)), name="CPU ops (merged)",
+            customdata=list(zip(seg["events"], seg["name"].map(literal), seg["total_us"])),
+            hovertemplate="%{customdata[0]} ops, %{customdata[2]:.1f} µs of %{x:.1f} µs; the longest "
+                          "%{customdata[1]}<extra></extra>")
+    if len(launches) <= max_bars:
+        fig.add_bar(
+            orientation="h", base=launches["start_us"] - t0, x=launches["dur_us"], y=["launch"] * len(launches),
+            marker_color=MUTED, name="runtime / driver calls", customdata=launches["name"],
+            hovertemplate="%{customdata}<br>%{x:.1f} µs<extra></extra>")
+    else:
+        seg = _segments(launches.assign(end_us=launches["start_us"] + launches["dur_us"]), resolution, None)
+        notes.append(f"{len(launches):,} launches merged into {len(seg):,} segments")
+        fig.add_bar(
+            orientation="h", base=seg["start_us"] - t0, x=seg["end_us"] - seg["start_us"], y=["launch"] * len(seg),
+            marker=dict(color=MUTED, opacity=_density(seg)), name="runtime / driver calls (merged)",
+            customdata=list(zip(seg["events"], seg["total_us"])),
+            hovertemplate="%{customdata[0]} calls, %{customdata[1]:.1f} µs of %{x:.1f} µs<extra></extra>")
+    streams = list(dict.fromkeys(gpu["stream"]))
+    gpu_lane = (lambda s: "GPU") if len(streams) <= 1 else (lambda s: f"GPU stream {s}")  # noqa: E731
+    gpu_rows = [gpu_lane(s) for s in streams] or ["GPU"]
+    if len(gpu) <= max_bars:
+        fig.add_bar(
+            orientation="h", base=gpu["start_us"] - t0, x=gpu["dur_us"], y=[gpu_lane(s) for s in gpu["stream"]],
+            marker_color=[KIND_COLORS.get(k, KIND_COLORS["unknown"]) for k in gpu["kind"]],
+            marker_line=dict(width=0.5, color="white"), name="GPU events",
+            customdata=list(zip(gpu["name"].map(literal), gpu["launched_by"].fillna(""))),
+            hovertemplate="%{customdata[0]}<br>%{x:.1f} µs, launched by %{customdata[1]}<extra></extra>")
+    else:
+        seg = pd.concat([_segments(g, resolution, "kind").assign(lane=gpu_lane(s))
+                         for s, g in gpu.groupby("stream", sort=False)], ignore_index=True)
+        notes.append(f"{len(gpu):,} GPU events merged into {len(seg):,} segments, shaded by how busy")
+        fig.add_bar(
+            orientation="h", base=seg["start_us"] - t0, x=seg["end_us"] - seg["start_us"], y=seg["lane"],
+            marker=dict(color=[KIND_COLORS.get(k, KIND_COLORS["unknown"]) for k in seg["kind"]],
+                        opacity=_density(seg)),
+            name="GPU events (merged)",
+            customdata=list(zip(seg["events"], seg["total_us"], seg["kind"], seg["name"].map(literal))),
+            hovertemplate="%{customdata[0]} GPU events, busy %{customdata[1]:.1f} µs of %{x:.1f} µs, "
+                          "mostly %{customdata[2]}<br>the longest: %{customdata[3]}<extra></extra>")
+    # launch links: from the runtime call on the CPU to the start of its GPU event
+    linked = gpu.dropna(subset=["launch_start_us"])
+    if len(gpu) <= max_bars and len(launches) <= max_bars and len(linked) <= TIMELINE_MAX_LINKS:
+        xs, ys = [], []
+        for row in linked.itertuples():
+            xs += [row.launch_start_us - t0, row.start_us - t0, None]
+            ys += ["launch", gpu_lane(row.stream), None]
+        fig.add_scatter(x=xs, y=ys, mode="lines", line=dict(color=MUTED, width=1, dash="dot"),
+                        name="launch → GPU event", hoverinfo="skip")
+    elif len(linked):
+        notes.append("launch links left out")
+    order = gpu_rows + ["launch"] + cpu_rows[::-1]
+    since = prof.annotation if prof.annotation and prof.annotation in set(ops["name"]) else "the step"
+    fig.update_layout(barmode="overlay", height=260 + 28 * len(order),
+                      xaxis_title=f"µs since {since} began",
+                      yaxis=dict(categoryorder="array", categoryarray=order))
+    if window is not None:
+        fig.update_xaxes(range=list(window))
+    what = "one forward" if prof.provenance.source == "stage" else "one step"
+    which = f"ProfilerStep#{step}" if prof.profiler_steps else "the whole trace"
+    subtitle = ("CPU lane (aten ops by depth) above the GPU lane; dotted lines link each launch to its event"
+                if not notes else "CPU lanes above the GPU lane · " + " · ".join(notes))
+    return _title(fig, f"{prof.stage}: {what} ({which})", subtitle)
+
+
+def sweep_lines(table: pd.DataFrame, x: str = "seq", y: str = "gpu_time_us") -> go.Figure:
+    """GPU time per forward against one shape parameter, a line per stage (from `widgets.sweep`)."""
+    fig = go.Figure()
+    for stage, rows in table.groupby("stage", sort=False):
+        rows = rows.sort_values(x)
+        fig.add_scatter(x=rows[x], y=rows[y], mode="lines+markers", name=stage,
+                        hovertemplate=f"{stage}<br>{x} %{{x}}: %{{y:.1f}} µs<extra></extra>")
+    fig.update_layout(xaxis_title=x, yaxis_title="GPU µs per forward", yaxis_type="log", height=420)
+    return _title(fig, f"GPU time per forward against {x}", "log scale; each point is one profiled shape")
