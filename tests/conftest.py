@@ -45,9 +45,9 @@ def pytest_cmdline_main(config):
     """The whole suite (`python -m pytest`, no test named) runs on two workers with pytest-xdist,
     tests of one load group (the book build and what reads it) on one worker. A run naming tests,
     or giving -n itself, is left as asked."""
-    positional = [a for a in config.invocation_params.args if not str(a).startswith("-")]
+    whole_suite = config.args_source != pytest.Config.ArgsSource.ARGS  # no test named on the command line
     if (config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None) is None
-            and not positional and not config.option.collectonly and "PYTEST_XDIST_WORKER" not in os.environ):
+            and whole_suite and not config.option.collectonly and "PYTEST_XDIST_WORKER" not in os.environ):
         config.option.numprocesses = 2
         config.option.dist = "loadgroup"
 

@@ -12,7 +12,7 @@ import statistics
 import pytest
 
 from helpers import claims, profile_stage
-from helpers.profiling.profile import Profile
+from helpers.core.profile import Profile
 from conftest import raw_document, raw_forward_ops, raw_last_step, raw_per_step
 
 STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto", "hub_flash"]

@@ -388,7 +388,7 @@ def test_the_breakdown_agrees_with_the_raw_events(path):
 def test_compute_is_the_kernels_alone_and_a_gap_without_its_launch_is_unknown():
     """naive's step holds a memset and a memcpy: compute (kernels alone) is less than busy. With the
     launch of the event that ends a gap unknown, that gap moves from its cause to "unknown"."""
-    from helpers.profiling import breakdown as bd
+    from helpers.core import breakdown as bd
     from conftest import raw_last_step
     path = next(p for p in TRACES if p.name.startswith("naive__"))
     gpu, _, _ = raw_last_step(path)
