@@ -50,6 +50,7 @@ def pytest_cmdline_main(config):
             and whole_suite and not config.option.collectonly and "PYTEST_XDIST_WORKER" not in os.environ):
         config.option.numprocesses = 2
         config.option.dist = "loadgroup"
+        config.option.loadscopereorder = False  # in the collection order: the book's readers last
 
 
 def cuda_available() -> bool:
@@ -61,12 +62,8 @@ def cuda_available() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    # under pytest-xdist: the book build and the tests that read it start first (one worker), the
-    # browser tests, which wait for that build, come last
-    def order(item) -> int:
-        group = item.get_closest_marker("xdist_group")
-        return 0 if group is not None and group.args[:1] == ("book",) else 2 if "browser" in item.keywords else 1
-    items.sort(key=order)
+    # the tests that read the book build come last: the build runs in the background meanwhile
+    items.sort(key=lambda item: bool(BOOK_FIXTURES & set(getattr(item, "fixturenames", ()))))
     if cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False here)")
@@ -165,44 +162,110 @@ def browser():
 
 
 # --- the book, built once per test run --------------------------------------------------------
+#
+# The build (about 5 minutes: it executes every notebook) starts in the background as soon as the
+# run knows a selected test needs it, and runs beside the other tests; the tests that read it come
+# last in the order, and wait for it if it is still running. Under pytest-xdist the controller
+# starts it, the workers wait for it; in one process the process does both.
 
-BOOK_GROUP = pytest.mark.xdist_group("book")  # the tests that read the build, on one worker
+BOOK_GROUP = pytest.mark.xdist_group("book")  # the tests that read the build's notebooks, on one worker
+BOOK_FIXTURES = {"book_build", "built_book", "book"}
+_background: dict = {}
+
+
+def _shared_dir(config) -> Path:
+    base = config._tmp_path_factory.getbasetemp()
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
+def _book_command(out: Path) -> list[str]:
+    jb = Path(sys.executable).parent / "jupyter-book"
+    return [str(jb), "build", str(ROOT), "-W", "-n", "--keep-going", "--path-output", str(out)]
+
+
+def _start_book_build(config) -> None:
+    """Start the build in the background, once per run, where it is not given and can be made."""
+    if _background or os.environ.get("ATTN_PROFILED_BOOK_HTML") or "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    if not (Path(sys.executable).parent / "jupyter-book").exists():
+        return  # the fixture says what is missing
+    import threading
+    shared = _shared_dir(config)
+    out, log = shared / "book", open(shared / "book.log", "w")
+    proc = subprocess.Popen(_book_command(out), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    (shared / "book.started").write_text(str(proc.pid))
+
+    def finish():
+        rc = proc.wait()
+        log.close()
+        (shared / "book.rc.tmp").write_text(str(rc))
+        (shared / "book.rc.tmp").rename(shared / "book.rc")
+    thread = threading.Thread(target=finish, daemon=True)
+    thread.start()
+    _background.update(proc=proc, thread=thread)
+
+
+def pytest_collection_finish(session):
+    if any(BOOK_FIXTURES & set(getattr(item, "fixturenames", ())) for item in session.items):
+        _start_book_build(session.config)
+
+
+class _XdistController:
+    """Under xdist the controller collects nothing itself: its workers tell it their test ids."""
+
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if any(i.startswith(("tests/test_book.py", "tests/test_browser.py")) or i.endswith("@book") for i in ids):
+            _start_book_build(node.config)
+
+
+def pytest_configure(config):
+    # registered only where xdist is (its hooks are unknown without it)
+    if config.pluginmanager.hasplugin("xdist") and "PYTEST_XDIST_WORKER" not in os.environ:
+        config.pluginmanager.register(_XdistController(), "attention-profiled-book-controller")
+
+
+def pytest_sessionfinish(session):
+    proc = _background.get("proc")
+    if proc is not None and proc.poll() is None:  # the run ended first (-x, a crash): stop the build
+        import signal
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
 
 
 def _build_book(out: Path) -> Path:
     jb = Path(sys.executable).parent / "jupyter-book"
     if not jb.exists():  # the GPU machine runs the tests without the book's build tools
         missing_tool(f"{jb}")
-    result = subprocess.run([str(jb), "build", str(ROOT), "-W", "-n", "--keep-going", "--path-output", str(out)],
-                            capture_output=True, text=True, timeout=3000)
+    result = subprocess.run(_book_command(out), capture_output=True, text=True, timeout=3000)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
     return out / "_build"
 
 
 @pytest.fixture(scope="session")
-def book_build(tmp_path_factory) -> Path:
+def book_build(request) -> Path:
     """The book's `_build` folder (`html/`, and `jupyter_execute/`: every notebook as the build
     executed it), built once per run: the one execution of the notebooks that the tests read.
-    ATTN_PROFILED_BOOK_HTML names an existing `_build/html` to use instead. Under pytest-xdist a
-    file lock lets one worker build and the others wait for it."""
+    ATTN_PROFILED_BOOK_HTML names an existing `_build/html` to use instead."""
     given = os.environ.get("ATTN_PROFILED_BOOK_HTML")
     if given:
         html = Path(given).resolve()
         assert (html / "index.html").exists(), f"ATTN_PROFILED_BOOK_HTML={given} is not a built book"
         return html.parent
+    import time
+    shared = _shared_dir(request.config)
+    out = shared / "book"
+    if (shared / "book.started").exists():  # started in the background: wait for it
+        deadline = time.monotonic() + 3000
+        while not (shared / "book.rc").exists():
+            assert time.monotonic() < deadline, "the book build did not finish in 50 minutes"
+            time.sleep(2)
+        rc = int((shared / "book.rc").read_text())
+        assert rc == 0, f"the book build failed ({rc}):\n{(shared / 'book.log').read_text()[-8000:]}"
+        return out / "_build"
     from filelock import FileLock
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
-    out, failed = shared / "book", shared / "book.failed"
-    with FileLock(str(shared / "book.lock")):
-        if failed.exists():
-            pytest.fail(f"the book build failed (in another worker):\n{failed.read_text()}", pytrace=False)
+    with FileLock(str(shared / "book.lock")):  # no background build (tests named by hand)
         if not (out / "_build" / "html" / "index.html").exists():
-            try:
-                _build_book(out)
-            except AssertionError as err:
-                failed.write_text(str(err))
-                raise
+            _build_book(out)
     return out / "_build"
 
 
