@@ -42,11 +42,15 @@ LAYOUTS = {  # the paths before and after issue 19's layout
                "names": "helpers/profiling/names/*", "breakdown": "helpers/profiling/breakdown.py",
                "breakdown views": "helpers/pages/breakdown.py", "calculator": "helpers/occupancy/calculator.py"},
 }
-# the fast tests: no book build, no browser, no notebook executed, no server started
+# the fast tests: no book build, no browser, no notebook executed, no server started, no sweep of
+# every recording (those run in the suite; here each mutant reruns the tests that reach it)
 FAST = ["tests/test_claims_raw.py", "tests/test_page_verdicts_raw.py", "tests/test_lessons.py",
         "tests/test_compiled_flex.py", "tests/test_hub.py", "tests/test_kernel_names.py",
         "tests/test_occupancy.py", "tests/test_own_traces.py"]
-DESELECT = "not glues and not notebook_runs and not live and not profile_code and not progress_bar"
+DESELECT = ("not glues and not notebook_runs and not live and not profile_code and not progress_bar"
+            " and not recorded_trace and not kineto_occupancy_in_recorded and not sweep_matches_driver"
+            " and not chapters_guess and not experiment and not own_model and not load_the_same"
+            " and not through_load_trace and not local_kernel and not LOCAL_KERNELS and not hub_unreachable")
 ALSO_COPY = ["notebooks/traces", "benchmarks/results", "tools", "requirements.txt"]
 
 

@@ -12,7 +12,7 @@ from helpers.chapters import claims, compiled, flex
 from helpers.core import inductor
 from helpers.sources.replay import recorded_shapes
 from helpers.core.stages import SLIDING_WINDOW
-from conftest import BOOK_GROUP, executed_notebook, raw_document, raw_last_step, require
+from conftest import raw_document, raw_last_step, require
 
 STAGES = ("naive", "naive_compiled", "sdpa_flash", "flex", "flex_sliding")
 
@@ -299,12 +299,21 @@ def test_live_flex_records_the_mask_set_up_outside_the_forward():
 
 # --- the pages' prose: every glued number, from the traces ----------------------------------------
 
-def glued(name: str, build) -> dict:
-    """What a notebook glued, by name (as the book shows it), read from the book build's execution
-    (in replay: the book is built where there is no GPU)."""
+def glued(name: str, monkeypatch) -> dict:
+    """Execute a notebook in replay and return what it glued, by name (as the book shows it). The
+    book build's own execution cannot serve here: myst-nb keeps glued values in its store and
+    leaves them out of _build/jupyter_execute."""
     require("myst_nb")  # without it glue is a no-op (the GPU machine has no book tools)
+    import nbclient
+    import nbformat
+    from conftest import ROOT
+    monkeypatch.setenv("ATTN_PROFILED_MODE", "replay")
+    path = ROOT / "notebooks" / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
     out = {}
-    for cell in executed_notebook(build, name).cells:
+    for cell in nb.cells:
         for o in cell.get("outputs", []):
             key = o.get("metadata", {}).get("scrapbook", {}).get("name")
             if key:
@@ -312,9 +321,8 @@ def glued(name: str, build) -> dict:
     return out
 
 
-@BOOK_GROUP
-def test_compiled_page_glues_the_traces_figures(profiles, book_build):
-    g = glued("06b_naive_compiled", book_build)
+def test_compiled_page_glues_the_traces_figures(profiles, monkeypatch):
+    g = glued("06b_naive_compiled", monkeypatch)
     c, n = profiles["naive_compiled"], profiles["naive"]
     assert int(g["naive_compiled_gpu_events"]) == len(raw_forward(c)[0])
     assert int(g["naive_gpu_events"]) == len(raw_forward(n)[0])
@@ -326,9 +334,8 @@ def test_compiled_page_glues_the_traces_figures(profiles, book_build):
     assert g["compiled_first_over_call"] == f"{prov['first_call_seconds'] * 1e6 / prov['do_bench_us']:,.0f}"
 
 
-@BOOK_GROUP
-def test_flex_page_glues_the_traces_figures(profiles, book_build):
-    g = glued("06c_flex", book_build)
+def test_flex_page_glues_the_traces_figures(profiles, monkeypatch):
+    g = glued("06c_flex", monkeypatch)
     f, a = profiles["flex"], profiles["sdpa_flash"]
     e = raw_forward(f)[0][0][0]
     assert g["flex_kernel_name"] == e["name"] and g["flex_grid"] == str(tuple(e["args"]["grid"]))
