@@ -67,8 +67,9 @@ def tree(commit: str | None, into: Path) -> None:
         subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
 
 
-def configure(work: Path) -> dict:
+def configure(work: Path, modules: list[str]) -> dict:
     layout = LAYOUTS["layout" if (work / "helpers" / "chapters").is_dir() else "before"]
+    layout = {m: p for m, p in layout.items() if m in modules}
     tests = [t for t in FAST if (work / t).exists()]
     config = "\n".join([
         "", "[tool.mutmut]",
@@ -124,13 +125,17 @@ def main() -> None:
     parser.add_argument("--commit", help="a commit to test instead of this checkout")
     parser.add_argument("--keep", help="run in this folder and keep it (default: a scratch folder)")
     parser.add_argument("--json", help="write the scores and survivors here")
+    parser.add_argument("--modules", default=",".join(LAYOUTS["layout"]),
+                        help="the modules to mutate, comma-separated (default: all of them)")
     args = parser.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="mutation-"))
     work.mkdir(parents=True, exist_ok=True)
     if not (work / "helpers").exists():
         tree(args.commit, work)
-    layout = configure(work) if "[tool.mutmut]" not in (work / "pyproject.toml").read_text() else \
-        LAYOUTS["layout" if (work / "helpers" / "chapters").is_dir() else "before"]
+    modules = args.modules.split(",")
+    layout = configure(work, modules) if "[tool.mutmut]" not in (work / "pyproject.toml").read_text() else \
+        {m: p for m, p in LAYOUTS["layout" if (work / "helpers" / "chapters").is_dir() else "before"].items()
+         if m in modules}
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")} | {"ATTN_PROFILED_MODE": "replay"}
     mutmut = Path(sys.executable).parent / "mutmut"
     subprocess.run([str(mutmut), "run", "--max-children", os.environ.get("MUTATION_CHILDREN", "2")], cwd=work, env=env)
