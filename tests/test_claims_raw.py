@@ -342,3 +342,36 @@ def test_inplace_saves_memory_both_sides(profiles):
     assert claims.inplace_saves_memory(unrecorded, naive) is None
     assert all(v is not None for v in claims.verdicts("inplace", {"inplace": inplace, "naive": naive}))
     assert len(claims.verdicts("inplace", {"inplace": unrecorded, "naive": naive})) == 2
+
+
+# --- the HBM traffic model and the fully masked row ---------------------------------------------
+
+@pytest.mark.parametrize("stage", ["naive", "inplace", "sdpa_math", "sdpa_flash"])
+def test_hbm_traffic_counts_the_score_passes_of_the_raw_events(profiles, stage):
+    prof = profiles[stage]
+    shape = raw_document(prof.trace_path)["provenance"]["shape"]
+    b, h, s, d = shape["batch"], shape["heads"], shape["seq"], shape["head_dim"]
+    bf16 = 2
+    events = forward(prof)
+    at = [i for i, (e, holders) in enumerate(events) if e["cat"] == "kernel" and holders & {"aten::bmm", "aten::mm"}]
+    if len(at) >= 2:
+        between = [e for e, _ in events[at[0] + 1:at[-1]] if e["cat"] != "gpu_memset"]
+        passes = 2 * len(between) + 2
+        # the scores are fp32 where the first matmul is an fp32 gemm (cuBLAS's name spells its types)
+        element = 4 if "f32f32_f32f32_f32" in events[at[0]][0]["name"] else bf16
+    else:
+        passes, element = 0, bf16
+    qkvo = 4 * b * h * s * d * bf16
+    row = claims.hbm_traffic({stage: prof}).loc[stage]
+    assert row["score passes"] == passes
+    assert row["score bytes"] == passes * b * h * s * s * element
+    assert row["q, k, v, out bytes"] == qkvo
+    assert row["total MB"] == round((passes * b * h * s * s * element + qkvo) / 1e6, 1)
+
+
+def test_the_fully_masked_row_is_four_keys_all_masked():
+    import math
+    frame = claims.fully_masked_row()
+    assert list(frame.columns) == ["torch.softmax", "torch._safe_softmax"]
+    assert frame.index.name == "key" and list(frame.index) == [0, 1, 2, 3]
+    assert all(math.isnan(x) for x in frame["torch.softmax"]) and list(frame["torch._safe_softmax"]) == [0.0] * 4
