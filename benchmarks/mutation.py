@@ -35,11 +35,13 @@ VERDICTS = {"claims": None,  # claims.py is verdicts throughout (and their table
 LAYOUTS = {  # the paths before and after issue 19's layout
     "layout": {"claims": "helpers/chapters/claims.py", "compiled": "helpers/chapters/compiled.py",
                "flex": "helpers/chapters/flex.py", "hub_flash": "helpers/chapters/hub_flash.py",
-               "names": "helpers/core/names/*", "breakdown": "helpers/core/breakdown.py",
+               "names": "helpers/core/names/*", "flash decoder": "helpers/core/names/flash.py",
+               "breakdown": "helpers/core/breakdown.py",
                "breakdown views": "helpers/views/breakdown.py", "calculator": "helpers/occupancy/calculator.py"},
     "before": {"claims": "helpers/pages/claims.py", "compiled": "helpers/pages/compiled.py",
                "flex": "helpers/pages/flex.py", "hub_flash": "helpers/pages/hub_flash.py",
-               "names": "helpers/profiling/names/*", "breakdown": "helpers/profiling/breakdown.py",
+               "names": "helpers/profiling/names/*", "flash decoder": "helpers/profiling/names/flash.py",
+               "breakdown": "helpers/profiling/breakdown.py",
                "breakdown views": "helpers/pages/breakdown.py", "calculator": "helpers/occupancy/calculator.py"},
 }
 # the fast tests: no book build, no browser, no notebook executed, no server started, no sweep of
@@ -67,16 +69,16 @@ def tree(commit: str | None, into: Path) -> None:
         subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
 
 
-def configure(work: Path, modules: list[str]) -> dict:
+def configure(work: Path, modules: list[str], tests: list[str], deselect: str) -> dict:
     layout = LAYOUTS["layout" if (work / "helpers" / "chapters").is_dir() else "before"]
     layout = {m: p for m, p in layout.items() if m in modules}
-    tests = [t for t in FAST if (work / t).exists()]
+    tests = [t for t in tests if (work / t).exists()]
     config = "\n".join([
         "", "[tool.mutmut]",
         'source_paths = ["helpers"]',
         f"only_mutate = {json.dumps(list(layout.values()))}",
         f"also_copy = {json.dumps(ALSO_COPY)}",
-        f'pytest_add_cli_args = {json.dumps(["-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-x", "-m", "not gpu and not browser", "-k", DESELECT])}',
+        f'pytest_add_cli_args = {json.dumps(["-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-x", "-m", "not gpu and not browser", "-k", deselect])}',
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}",
         'process_isolation = "fork"', ""])
     with open(work / "pyproject.toml", "a") as f:
@@ -125,6 +127,8 @@ def main() -> None:
     parser.add_argument("--commit", help="a commit to test instead of this checkout")
     parser.add_argument("--keep", help="run in this folder and keep it (default: a scratch folder)")
     parser.add_argument("--json", help="write the scores and survivors here")
+    parser.add_argument("--tests", default=",".join(FAST), help="test files, comma-separated")
+    parser.add_argument("--deselect", default=DESELECT, help="a -k expression the tests run under")
     parser.add_argument("--modules", default=",".join(LAYOUTS["layout"]),
                         help="the modules to mutate, comma-separated (default: all of them)")
     args = parser.parse_args()
@@ -133,7 +137,7 @@ def main() -> None:
     if not (work / "helpers").exists():
         tree(args.commit, work)
     modules = args.modules.split(",")
-    layout = configure(work, modules) if "[tool.mutmut]" not in (work / "pyproject.toml").read_text() else \
+    layout = configure(work, modules, args.tests.split(","), args.deselect) if "[tool.mutmut]" not in (work / "pyproject.toml").read_text() else \
         {m: p for m, p in LAYOUTS["layout" if (work / "helpers" / "chapters").is_dir() else "before"].items()
          if m in modules}
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")} | {"ATTN_PROFILED_MODE": "replay"}

@@ -544,3 +544,53 @@ def test_the_chapters_guess_and_explorer_work_on_a_recorded_step(path, monkeypat
     slider.value = (0.0, slider.max / 10)
     explorer.children[0].children[1].click()
     assert drawn and list(drawn[-1].layout.xaxis.range) == [0.0, slider.max / 10]
+
+
+def test_each_gap_its_bounds_and_cause_from_the_raw_events():
+    """idle_gaps row by row against plain loops over naive's last step: where each gap starts and
+    ends, and its cause (the host, when the launch of the event ending it came after the GPU went
+    idle; other GPU work, when it came before or at that instant; unknown without a launch)."""
+    from helpers.core import breakdown as bd
+    from conftest import raw_last_step
+    path = next(p for p in TRACES if p.name.startswith("naive__"))
+    gpu, _, _ = raw_last_step(path)
+    events = raw_document(path)["traceEvents"]
+    launch_ts = {e["args"]["correlation"]: e["ts"] for e in events if e.get("ph") == "X"
+                 and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    rows = [{"step": 1, "start_us": float(e["ts"]), "end_us": float(e["ts"] + e["dur"]), "name": e["name"],
+             "category": e["cat"], "stream": e["args"].get("stream"), "launched_by": e["launched_by"],
+             "aten_op": None, "top_aten_op": None,
+             "launch_start_us": float(launch_ts[e["args"]["correlation"]])} for e, _ in gpu]
+
+    def expected(rows):
+        order = sorted(range(len(rows)), key=lambda i: (rows[i]["start_us"], rows[i]["launch_start_us"]))
+        out, reach = [], rows[order[0]]["end_us"]
+        for i in order[1:]:
+            r = rows[i]
+            if r["start_us"] > reach:
+                launch = r["launch_start_us"]
+                cause = "unknown" if math.isnan(launch) else "host" if launch > reach else "gpu"
+                out.append((reach, r["start_us"], r["start_us"] - reach, cause, r["name"]))
+            reach = max(reach, r["end_us"])
+        return out
+
+    def got(rows):
+        gaps = bd.idle_gaps(pd.DataFrame(rows))
+        return list(zip(gaps["start_us"], gaps["end_us"], gaps["idle_us"], gaps["cause"], gaps["next_event"]))
+
+    want = expected(rows)
+    assert want and got(rows) == want
+    # the other causes: the event ending the first gap launched exactly as the GPU went idle (other
+    # GPU work, not the host), or with no launch in the trace (unknown); and two events that touch
+    # leave no gap between them
+    first_gap_end = next(i for i, r in enumerate(rows) if r["start_us"] == want[0][1])
+    at_idle = [dict(r) for r in rows]
+    at_idle[first_gap_end]["launch_start_us"] = want[0][0]
+    unknown = [dict(r) for r in rows]
+    unknown[first_gap_end]["launch_start_us"] = float("nan")
+    touching = [dict(r) for r in rows]
+    touching[first_gap_end]["start_us"] = want[0][0]
+    for variant in (at_idle, unknown, touching):
+        assert got(variant) == expected(variant)
+    assert got(at_idle)[0][3] == "gpu" and got(unknown)[0][3] == "unknown" and len(got(touching)) == len(want) - 1
+    assert list(bd.idle_gaps(pd.DataFrame(rows).iloc[0:0]).columns) == bd.GAP_COLUMNS
