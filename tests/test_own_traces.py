@@ -17,6 +17,7 @@ import warnings
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -594,3 +595,14 @@ def test_each_gap_its_bounds_and_cause_from_the_raw_events():
         assert got(variant) == expected(variant)
     assert got(at_idle)[0][3] == "gpu" and got(unknown)[0][3] == "unknown" and len(got(touching)) == len(want) - 1
     assert list(bd.idle_gaps(pd.DataFrame(rows).iloc[0:0]).columns) == bd.GAP_COLUMNS
+
+
+def test_the_union_of_one_interval_is_that_interval():
+    # a step with a single GPU event is busy for that event's duration (a mutant that returned
+    # nothing for one interval survived: no trace of the set has a one-event step window)
+    from helpers.core import breakdown as bd
+    starts, ends = bd.merged(np.array([2.0]), np.array([5.0]))
+    assert list(starts) == [2.0] and list(ends) == [5.0]
+    one = pd.DataFrame({"start_us": [2.0], "end_us": [5.0], "category": ["kernel"], "launch_start_us": [1.0]})
+    assert bd.busy_us(one) == 3.0 and bd.window_breakdown(one)["busy_us"] == 3.0
+    assert bd.window_breakdown(one)["compute_us"] == 3.0 and bd.window_breakdown(one)["idle_us"] == 0.0
