@@ -477,3 +477,51 @@ def test_fuzz_random_strings_and_mutations():
                                    "flash_fwd_kernel" + "<" * 3000, "fmha_cutlassF" + "_" * 3000])
 def test_odd_inputs(value):
     _check(value)
+
+
+# --- what the flash decoder tells a reader beyond the forward kernel (mutants of these survived) ---
+
+# FlashAttention-3 (Hopper) names its kernel cutlass::device_kernel<flash::FlashAttnFwdSm90<...>>,
+# its element type among the template arguments
+FLASH3 = ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<"
+          "flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, "
+          "cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, 128, cutlass::bfloat16_t, float, "
+          "cutlass::arch::Sm90, true, false> > > >(flash::FlashAttnFwdSm90<...>::Params)")
+FLASH3_BWD = FLASH3.replace("FlashAttnFwdSm90", "FlashAttnBwdSm90").replace("cutlass::bfloat16_t", "cutlass::half_t")
+
+
+def test_flash_attention_3_is_named_with_its_direction_arch_and_type():
+    k = decode(FLASH3)
+    assert (k.kind, k.library, k.op, k.dtype, k.math) == ("attention", "FlashAttention-3", "attention forward",
+                                                         "bf16", TENSOR_CORES)
+    assert k.details == {"algorithm": "FlashAttention-3 forward", "direction": "forward"}
+    assert k.summary == "FlashAttention-3 forward (sm90)"
+    b = decode(FLASH3_BWD)
+    assert (b.op, b.dtype, b.summary) == ("attention backward", "fp16", "FlashAttention-3 backward (sm90)")
+
+
+def test_flash_namespace_read_from_the_parameters_names_the_build():
+    # the namespace may survive only in the parameter list (the function's own prefix cut off)
+    bare = FLASH.replace("void pytorch_flash::", "void ")
+    assert decode(bare).details["namespace"] == "pytorch_flash"
+    assert decode(bare).details["build"] == "PyTorch's vendored build"
+    assert decode(FLASH_HUB).details["build"] == "flash-attn build (pip / kernels Hub)"
+    other = FLASH.replace("pytorch_flash", "my_flash")
+    assert decode(other).details["namespace"] == "my_flash" and decode(other).details["build"] == "my_flash"
+    neither = FLASH.replace("void pytorch_flash::", "void ").replace("(pytorch_flash::Flash_fwd_params)", "()")
+    assert decode(neither).details["namespace"] is None
+
+
+def test_flash_variants_and_the_combine_kernels_fields():
+    plain = decode(FLASH)
+    assert "variant" not in plain.details and "truncated" not in plain.details
+    combine = decode("void flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<64, 64, 256, 4, false, "
+                     "false, cutlass::bfloat16_t, Flash_kernel_traits<64, 64, 256, 4, cutlass::bfloat16_t> >, 16, 7, "
+                     "true>(flash::Flash_fwd_params)")
+    # flash_fwd_splitkv_combine_kernel<Kernel_traits, kBlockM, Log_max_splits, Is_even_K>
+    assert combine.details["variant"] == "split-KV combine"
+    assert (combine.details["kBlockM"], combine.details["Log_max_splits"], combine.details["Is_even_K"]) == (16, 7, True)
+    assert combine.summary.startswith("FlashAttention-2 forward (split-KV combine)")
+    assert decode(FLASH_SPLITKV).summary.startswith("FlashAttention-2 forward (split-KV)")
+    backward = decode(FLASH.replace("flash_fwd_kernel", "flash_bwd_dq_dk_dv_loop_kernel"))
+    assert backward.op == "attention backward" and backward.details["variant"] == "flash_bwd_dq_dk_dv_loop_kernel"
