@@ -129,6 +129,7 @@ def main() -> None:
     parser.add_argument("--json", help="write the scores and survivors here")
     parser.add_argument("--tests", default=",".join(FAST), help="test files, comma-separated")
     parser.add_argument("--deselect", default=DESELECT, help="a -k expression the tests run under")
+    parser.add_argument("--report", action="store_true", help="only report on the run kept in --keep")
     parser.add_argument("--modules", default=",".join(LAYOUTS["layout"]),
                         help="the modules to mutate, comma-separated (default: all of them)")
     args = parser.parse_args()
@@ -142,15 +143,17 @@ def main() -> None:
          if m in modules}
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")} | {"ATTN_PROFILED_MODE": "replay"}
     mutmut = Path(sys.executable).parent / "mutmut"
-    subprocess.run([str(mutmut), "run", "--max-children", os.environ.get("MUTATION_CHILDREN", "2")], cwd=work, env=env)
+    if not args.report:
+        subprocess.run([str(mutmut), "run", "--max-children", os.environ.get("MUTATION_CHILDREN", "2")], cwd=work, env=env)
     by_module, survivors = scores(work, layout)
     print(f"\nmutation scores in {work} ({args.commit or 'this checkout'})")
-    print(f"{'module':<16} {'killed':>7} {'survived':>9} {'timeout':>8} {'no tests':>9} {'score':>7}")
+    print(f"{'module':<16} {'killed':>7} {'survived':>9} {'timeout':>8} {'no tests':>9} {'not run':>8} {'score':>7}")
     for module in layout:
         c = by_module.get(module, Counter())
         judged = c["killed"] + c["survived"] + c["timeout"] + c["suspicious"]
         score = f"{100 * c['killed'] / judged:.1f}%" if judged else "-"
-        print(f"{module:<16} {c['killed']:>7} {c['survived']:>9} {c['timeout']:>8} {c['no tests']:>9} {score:>7}")
+        print(f"{module:<16} {c['killed']:>7} {c['survived']:>9} {c['timeout']:>8} {c['no tests']:>9} "
+              f"{c['not checked']:>8} {score:>7}")
     if args.json:
         Path(args.json).write_text(json.dumps({"commit": args.commit, "work": str(work),
                                                "scores": {m: dict(c) for m, c in by_module.items()},
