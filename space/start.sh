@@ -9,7 +9,8 @@
 # $ATTN_PROFILED_TOKEN_FILE (default ~/.attention_profiled_jupyter_token, mode 600), and this
 # script prints where it is, never the token itself. On a Hugging Face Space (SPACE_ID is set)
 # with no JUPYTER_TOKEN secret it refuses to start: a generated token could only reach you
-# through the Space's logs.
+# through the Space's logs. A token shorter than 32 characters (an empty one turns authentication
+# off) is refused, from either source.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,6 +32,30 @@ if [ -z "${JUPYTER_TOKEN:-}" ] && [ -z "${JUPYTER_TOKEN_FILE:-}" ]; then
   echo "start.sh: JUPYTER_TOKEN is not set; generated a token and wrote it to $TOKEN_FILE (mode 600)."
   echo "start.sh: open http://$HOST:$PORT/lab and paste it, or http://$HOST:$PORT/lab?token=\$(cat $TOKEN_FILE)"
 fi
+
+# An empty token turns JupyterLab's authentication off, and a short one can be guessed: refuse
+# both, from either source (JUPYTER_TOKEN wins over JUPYTER_TOKEN_FILE, as in Jupyter Server).
+# The token is never printed, only its length.
+MIN_TOKEN=32
+if [ -n "${JUPYTER_TOKEN:-}" ]; then
+  TOKEN_SOURCE="JUPYTER_TOKEN"
+  TOKEN="$JUPYTER_TOKEN"
+else
+  TOKEN_SOURCE="the file JUPYTER_TOKEN_FILE names ($JUPYTER_TOKEN_FILE)"
+  if [ ! -r "$JUPYTER_TOKEN_FILE" ]; then
+    echo "start.sh: cannot read $TOKEN_SOURCE; JupyterLab never runs without a token." >&2
+    exit 2
+  fi
+  TOKEN="$(cat -- "$JUPYTER_TOKEN_FILE")"
+fi
+TOKEN="${TOKEN//[[:space:]]/}"
+if [ "${#TOKEN}" -lt "$MIN_TOKEN" ]; then
+  echo "start.sh: the token from $TOKEN_SOURCE is ${#TOKEN} characters long; at least $MIN_TOKEN are" >&2
+  echo "needed (an empty token would turn authentication off). Make one with" >&2
+  echo "python -c 'import secrets; print(secrets.token_hex(24))'. JupyterLab was not started." >&2
+  exit 2
+fi
+unset TOKEN
 
 # the book's JupyterLab settings (space/jupyter-config: no "Jupyter news?" prompt), ahead of any
 # the machine has

@@ -18,12 +18,16 @@ from helpers.occupancy.gpus import ARCHITECTURES, PRODUCTS, gpu_spec
 GPUS = [f"{a}.{b}" for a, b in ARCHITECTURES] + list(PRODUCTS)
 LIMITS = ["opt-in", "default"]
 # the field text a reader types, read as the page reads it: a number when it reads as one
-NUMBER = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
+NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
+MAX_FIELD = 32
 
 
 def as_typed(text: str):
     """The value the calculator is handed for a field's text (the same rule as calculator.js):
-    a decimal number when the text reads as one, else the text itself."""
+    a decimal number when the text reads as one, else the text itself; a text longer than
+    MAX_FIELD characters is never a number, and is shortened."""
+    if len(text) > MAX_FIELD:
+        return text[:MAX_FIELD] + "…"
     return float(text) if NUMBER.match(text) else text
 
 

@@ -1,16 +1,56 @@
 import gzip
+import importlib
 import importlib.util
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["pytester"]  # tests/test_honest_skips.py runs small suites with this conftest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
 TRACES = sorted((ROOT / "notebooks" / "traces").glob("*/*__*.json.gz"))
+
+
+# CI (a fresh clone, .ci/run) sets CI=true: there every pinned tool must be present, and a test
+# that needs one fails instead of skipping, so that a missing tool never passes as a skip
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing_tool(what: str, how: str = "pip install -r requirements.txt") -> None:
+    """Skip (or, in CI, fail) a test whose pinned tool is missing, saying which and how to get it."""
+    message = f"{what} is missing: {how}"
+    if IN_CI:
+        pytest.fail(f"{message} (CI=true: a pinned tool must be installed)", pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
+def require(module: str, what: str | None = None):
+    """Import a pinned module, or skip (fail in CI) saying it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        missing_tool(f"{what or module} ({err})")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """The whole suite (`python -m pytest`, no test named) runs on two workers with pytest-xdist,
+    tests of one load group (the book build and what reads it) on one worker. A run naming tests,
+    or giving -n itself, is left as asked."""
+    whole_suite = config.args_source != pytest.Config.ArgsSource.ARGS  # no test named on the command line
+    if (config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None) is None
+            and whole_suite and not config.option.collectonly and "PYTEST_XDIST_WORKER" not in os.environ):
+        config.option.numprocesses = 2
+        config.option.dist = "loadgroup"
+        config.option.loadscopereorder = False  # in the collection order: the book's readers last
 
 
 def cuda_available() -> bool:
@@ -22,9 +62,11 @@ def cuda_available() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    # the tests that read the book build come last: the build runs in the background meanwhile
+    items.sort(key=lambda item: bool(BOOK_FIXTURES & set(getattr(item, "fixturenames", ()))))
     if cuda_available():
         return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False here)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
@@ -43,11 +85,15 @@ def raw_document(path: Path) -> dict:
         return json.load(f)
 
 
-def raw_last_step(path: Path) -> tuple[list[tuple[dict, set[str]]], tuple[float, float], list[dict]]:
-    """The last profiler step's GPU events, read from the raw JSON with plain loops: each event (with
-    `launched_by`, the runtime or driver call of the same correlation id) and the names of the host ops
-    that hold that call; the step's (start, end); and all events."""
-    events = raw_document(path)["traceEvents"]
+def _events(source: Path | list[dict]) -> list[dict]:
+    return source if isinstance(source, list) else raw_document(source)["traceEvents"]
+
+
+def raw_last_step(source: Path | list[dict]) -> tuple[list[tuple[dict, set[str]]], tuple[float, float], list[dict]]:
+    """The last profiler step's GPU events, read from the raw JSON (a file, or its event list) with
+    plain loops: each event (with `launched_by`, the runtime or driver call of the same correlation
+    id) and the names of the host ops that hold that call; the step's (start, end); and all events."""
+    events = _events(source)
     steps = [e for e in events if re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")) and e["ph"] == "X"]
     last = max(steps, key=lambda e: int(e["name"].split("#")[1]))
     lo, hi = last["ts"], last["ts"] + last["dur"]
@@ -63,9 +109,41 @@ def raw_last_step(path: Path) -> tuple[list[tuple[dict, set[str]]], tuple[float,
     return out, (lo, hi), events
 
 
+def raw_forward_ops(source: Path | list[dict]) -> list[str]:
+    """The names of the host ops (cpu_op and user_annotation events) under the last profiler step's
+    attn_fwd annotation (itself excluded), read from the raw JSON (a file, or its event list)."""
+    events = _events(source)
+    _, (lo, hi), _ = raw_last_step(events)
+    root = next(e for e in events if e.get("cat") == "user_annotation" and e.get("name") == "attn_fwd"
+                and e.get("ph") == "X" and lo <= e["ts"] <= hi)
+    return [e["name"] for e in events if e.get("cat") in ("cpu_op", "user_annotation") and e.get("ph") == "X"
+            and e is not root and root["ts"] <= e["ts"] and e["ts"] + e["dur"] <= root["ts"] + root["dur"]]
+
+
+def raw_per_step(events: list[dict]) -> list[tuple[float, float]]:
+    """Per profiler step, from the raw events: GPU time (the summed durations of the GPU events
+    whose launch, tied by correlation id, lies in the step) and CPU time (the step's attn_fwd
+    annotation), in µs."""
+    complete = [e for e in events if e.get("ph") == "X"]
+    steps = [e for e in complete if re.fullmatch(r"ProfilerStep#\d+", e.get("name", ""))]
+    rows = []
+    for step in steps:
+        lo, hi = step["ts"], step["ts"] + step["dur"]
+        calls = {e["args"]["correlation"] for e in complete if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                 and lo <= e["ts"] <= hi and "correlation" in e.get("args", {})}
+        gpu = sum(e["dur"] for e in complete if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                  and e["args"].get("correlation") in calls)
+        cpu = sum(e["dur"] for e in complete if e.get("name") == "attn_fwd" and e.get("cat") == "user_annotation"
+                  and lo <= e["ts"] <= hi)
+        rows.append((gpu, cpu))
+    return rows
+
+
 @pytest.fixture(scope="session")
 def recorded_traces() -> list[Path]:
-    assert TRACES, "the replay set under notebooks/traces is missing"
+    """The replay set: a test over the recordings takes this fixture, so that an empty set fails
+    instead of leaving nothing to parametrize (or skipping)."""
+    assert TRACES, "the replay set under notebooks/traces is missing: git checkout -- notebooks/traces"
     return TRACES
 
 
@@ -81,3 +159,119 @@ def browser():
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         yield b
         b.close()
+
+
+# --- the book, built once per test run --------------------------------------------------------
+#
+# The build (about 5 minutes: it executes every notebook) starts in the background as soon as the
+# run knows a selected test needs it, and runs beside the other tests; the tests that read it come
+# last in the order, and wait for it if it is still running. Under pytest-xdist the controller
+# starts it, the workers wait for it; in one process the process does both.
+
+BOOK_GROUP = pytest.mark.xdist_group("book")  # the tests that read the build's notebooks, on one worker
+BOOK_FIXTURES = {"book_build", "built_book", "book"}
+_background: dict = {}
+
+
+def _shared_dir(config) -> Path:
+    base = config._tmp_path_factory.getbasetemp()
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
+def _book_command(out: Path) -> list[str]:
+    jb = Path(sys.executable).parent / "jupyter-book"
+    return [str(jb), "build", str(ROOT), "-W", "-n", "--keep-going", "--path-output", str(out)]
+
+
+def _start_book_build(config) -> None:
+    """Start the build in the background, once per run, where it is not given and can be made."""
+    if _background or os.environ.get("ATTN_PROFILED_BOOK_HTML") or "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    if not (Path(sys.executable).parent / "jupyter-book").exists():
+        return  # the fixture says what is missing
+    import threading
+    shared = _shared_dir(config)
+    out, log = shared / "book", open(shared / "book.log", "w")
+    proc = subprocess.Popen(_book_command(out), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    (shared / "book.started").write_text(str(proc.pid))
+
+    def finish():
+        rc = proc.wait()
+        log.close()
+        (shared / "book.rc.tmp").write_text(str(rc))
+        (shared / "book.rc.tmp").rename(shared / "book.rc")
+    thread = threading.Thread(target=finish, daemon=True)
+    thread.start()
+    _background.update(proc=proc, thread=thread)
+
+
+def pytest_collection_finish(session):
+    if any(BOOK_FIXTURES & set(getattr(item, "fixturenames", ())) for item in session.items):
+        _start_book_build(session.config)
+
+
+class _XdistController:
+    """Under xdist the controller collects nothing itself: its workers tell it their test ids."""
+
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if any(i.startswith(("tests/test_book.py", "tests/test_browser.py")) or i.endswith("@book") for i in ids):
+            _start_book_build(node.config)
+
+
+def pytest_configure(config):
+    # registered only where xdist is (its hooks are unknown without it)
+    if config.pluginmanager.hasplugin("xdist") and "PYTEST_XDIST_WORKER" not in os.environ:
+        config.pluginmanager.register(_XdistController(), "attention-profiled-book-controller")
+
+
+def pytest_sessionfinish(session):
+    proc = _background.get("proc")
+    if proc is not None and proc.poll() is None:  # the run ended first (-x, a crash): stop the build
+        import signal
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def _build_book(out: Path) -> Path:
+    jb = Path(sys.executable).parent / "jupyter-book"
+    if not jb.exists():  # the GPU machine runs the tests without the book's build tools
+        missing_tool(f"{jb}")
+    result = subprocess.run(_book_command(out), capture_output=True, text=True, timeout=3000)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
+    return out / "_build"
+
+
+@pytest.fixture(scope="session")
+def book_build(request) -> Path:
+    """The book's `_build` folder (`html/`, and `jupyter_execute/`: every notebook as the build
+    executed it), built once per run: the one execution of the notebooks that the tests read.
+    ATTN_PROFILED_BOOK_HTML names an existing `_build/html` to use instead."""
+    given = os.environ.get("ATTN_PROFILED_BOOK_HTML")
+    if given:
+        html = Path(given).resolve()
+        assert (html / "index.html").exists(), f"ATTN_PROFILED_BOOK_HTML={given} is not a built book"
+        return html.parent
+    import time
+    shared = _shared_dir(request.config)
+    out = shared / "book"
+    if (shared / "book.started").exists():  # started in the background: wait for it
+        deadline = time.monotonic() + 3000
+        while not (shared / "book.rc").exists():
+            assert time.monotonic() < deadline, "the book build did not finish in 50 minutes"
+            time.sleep(2)
+        rc = int((shared / "book.rc").read_text())
+        assert rc == 0, f"the book build failed ({rc}):\n{(shared / 'book.log').read_text()[-8000:]}"
+        return out / "_build"
+    from filelock import FileLock
+    with FileLock(str(shared / "book.lock")):  # no background build (tests named by hand)
+        if not (out / "_build" / "html" / "index.html").exists():
+            _build_book(out)
+    return out / "_build"
+
+
+def executed_notebook(build: Path, name: str):
+    """A notebook as the book build executed it (`_build/jupyter_execute/notebooks/<name>.ipynb`)."""
+    import nbformat
+    path = build / "jupyter_execute" / "notebooks" / f"{name}.ipynb"
+    assert path.exists(), f"{path} is missing: the build did not execute {name}"
+    return nbformat.read(path, as_version=4)

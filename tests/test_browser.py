@@ -83,19 +83,10 @@ TEXT_NOTEBOOKS = {f"book/{p.stem}" for p in (ROOT / "book").glob("*.md")
 # --- session fixtures: build, serve, browse -----------------------------------------------------
 
 @pytest.fixture(scope="session")
-def book(tmp_path_factory, request) -> Path:
-    """The built _build/html; screenshots go beside it, in _build/screenshots."""
-    given = os.environ.get("ATTN_PROFILED_BOOK_HTML")
-    if given:
-        html_dir = Path(given).resolve()
-        assert (html_dir / "index.html").exists(), f"ATTN_PROFILED_BOOK_HTML={given} is not a built book"
-    else:
-        out = tmp_path_factory.mktemp("browser_book")
-        jb = Path(sys.executable).parent / "jupyter-book"
-        result = subprocess.run([str(jb), "build", str(ROOT), "-W", "-n", "--keep-going",
-                                 "--path-output", str(out)], capture_output=True, text=True, timeout=3000)
-        assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
-        html_dir = out / "_build" / "html"
+def book(book_build, request) -> Path:
+    """The built _build/html (conftest's one build per run); screenshots go beside it, in
+    _build/screenshots."""
+    html_dir = book_build / "html"
     shots = html_dir.parent / "screenshots"
     shots.mkdir(exist_ok=True)
 
@@ -385,8 +376,7 @@ def test_template_kernel_names_read_literally(visit, book):
     text = body_text(v)
     assert "flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4" in text
     assert "masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)" in text
-    if not (book / "notebooks" / "05_sdpa_flash.html").exists():
-        pytest.skip("notebooks/05_sdpa_flash.html is not built yet")
+    assert (book / "notebooks" / "05_sdpa_flash.html").exists(), "the build has no notebooks/05_sdpa_flash.html"
     assert "<Flash_fwd_kernel_traits<" in body_text(visit("notebooks/05_sdpa_flash.html"))
 
 
@@ -404,15 +394,19 @@ def calculator_state(v: Visit) -> dict:
 
 
 def test_the_calculator_calculates_in_the_book(visit, book):
-    """No kernel, nothing fetched: the page's own JavaScript agrees with helpers.occupancy on the
-    sweep of every compute capability and product, and on a random sample in full."""
+    """No kernel, nothing fetched: the page runs the calculator's own scripts, byte for byte the
+    files tests/test_calculator_js.py holds to helpers.occupancy on the sweep of every compute
+    capability and product (500,000 configurations: run once per test run, there), and agrees
+    with helpers.occupancy on a random sample in full."""
     import calculator_sweep as cs
+    from helpers.occupancy.browser import SCRIPTS
     v = visit(CALCULATOR)
     text = body_text(v)
     assert "needs a kernel" not in text and "running Jupyter kernel" not in text
     assert v.page.locator("[data-apo-mounted]").count() == 1
-    result = cs.run_sweep(v.page, cs.cases())
-    assert result["configurations"] > 500_000 and not result["mismatches"], result["mismatches"][:5]
+    inline = v.page.evaluate("() => [...document.scripts].filter(s => !s.src).map(s => s.textContent)")
+    for name in SCRIPTS:
+        assert (ROOT / "helpers" / "occupancy" / "js" / name).read_text() in inline, name
     configs = cs.random_configs(2000, seed=11)
     assert cs.page_answers(v.page, configs) == [cs.python_answer(*c) for c in configs]
     # the page loads no widget manager and no plotly: it draws its own SVG
@@ -449,10 +443,9 @@ def test_a_link_opens_the_calculator_on_its_configuration(visit, book):
     # a refused field: its message, the results stale
     field = v.page.locator('.apo-field[data-field="threads"]')
     field.locator('input[type="text"]').fill("1025")
-    try:
+    with pytest.raises(ValueError) as refused:
         occupancy("L40S", 1025, 40, 30000)
-    except ValueError as err:
-        assert field.locator(".apo-error").inner_text() == str(err)
+    assert field.locator(".apo-error").inner_text() == str(refused.value)
     assert calculator_state(v)["stale"]
     for visit_ in (v, again, bad):
         assert not visit_.problems, "\n".join(visit_.problems)

@@ -517,6 +517,28 @@ def test_a_bad_link_says_so_and_falls_back_to_the_defaults(open_page, params, pa
     assert not p.problems, p.problems
 
 
+def test_a_huge_field_is_refused_at_once_with_a_short_message(open_page):
+    """A link or a field with 50,000 digits and an x (the number pattern was once quadratic: such a
+    link froze the tab): the page answers, with helpers.occupancy's message for the field's text
+    shortened, and the results of the last valid configuration marked stale."""
+    digits = "1" * 50_000 + "x"
+    with pytest.raises(ValueError) as refused:
+        occupancy("H200", cs.as_typed(digits), 0, 0)
+    message = str(refused.value)
+    assert len(message) < 200
+    p = open_page("?threads=" + digits)
+    notice = p.page.locator(".apo-notice")
+    assert notice.is_visible() and message in notice.inner_text() and len(notice.inner_text()) < 2000
+    p.type("threads", digits)
+    error = p.field("threads").locator(".apo-error")
+    assert error.inner_text() == message and p.state()["stale"]
+    # a number of ordinary length still reads as one, with spaces, sign, point and exponent
+    for text in (" +128 ", "1.28e2", "128.", ".5e3"):
+        p.type("threads", text)
+        assert p.state()["config"]["threads"] == float(text) and not p.state()["stale"]
+    assert not p.problems, p.problems
+
+
 def test_outside_the_book_the_address_is_left_alone(browser, page_html):
     """In JupyterLab or Colab the page is not a Sphinx page: the URL is not the calculator's."""
     html = page_html.replace(' data-content_root="../"', "")

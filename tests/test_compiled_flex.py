@@ -13,7 +13,7 @@ from helpers.chapters import claims, compiled, flex
 from helpers.core import inductor
 from helpers.sources.replay import recorded_shapes
 from helpers.core.stages import SLIDING_WINDOW
-from conftest import raw_document, raw_last_step
+from conftest import raw_document, raw_last_step, require
 
 STAGES = ("naive", "naive_compiled", "sdpa_flash", "flex", "flex_sliding")
 
@@ -303,8 +303,10 @@ def test_live_flex_records_the_mask_set_up_outside_the_forward():
 # --- the pages' prose: every glued number, from the traces ----------------------------------------
 
 def glued(name: str, monkeypatch) -> dict:
-    """Execute a notebook in replay and return what it glued, by name (as the book shows it)."""
-    pytest.importorskip("myst_nb")  # without it glue is a no-op (the GPU machine has no book tools)
+    """Execute a notebook in replay and return what it glued, by name (as the book shows it). The
+    book build's own execution cannot serve here: myst-nb keeps glued values in its store and
+    leaves them out of _build/jupyter_execute."""
+    require("myst_nb")  # without it glue is a no-op (the GPU machine has no book tools)
     import nbclient
     import nbformat
     from conftest import ROOT

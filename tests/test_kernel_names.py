@@ -211,6 +211,36 @@ def test_flash_hub_build_and_split_kv():
             s.details["Append_KV"]) == (True, True, True, False)
 
 
+# Uneven MN, even K, non-square 128x32 tiles, head_dim 96, fp16: every flag distinct from its
+# neighbours' so that a decoder reading two of them in the wrong order is caught. Written from
+# FlashAttention-2's signatures (Dao-AILab/flash-attention csrc/flash_attn/src):
+#   kernel_traits.h: Flash_fwd_kernel_traits<kHeadDim, kBlockM, kBlockN, kNWarps, Is_Q_in_regs,
+#                                            Share_Q_K_smem, elem_type, Base>
+#   flash_fwd_launch_template.h: flash_fwd_kernel<Kernel_traits, Is_dropout, Is_causal, Is_local,
+#                                Has_alibi, Is_even_MN, Is_even_K, Is_softcap, Return_softmax>
+UPSTREAM_TRAITS = ("head_dim", "block_m", "block_n", "warps", "Is_Q_in_regs", "Share_Q_K_smem")
+UPSTREAM_FWD_FLAGS = ("Is_dropout", "Is_causal", "Is_local", "Has_alibi", "Is_even_MN", "Is_even_K",
+                      "Is_softcap", "Return_softmax")
+UNEVEN_TRAITS = ("96", "128", "32", "4", "true", "false")
+UNEVEN_FLAGS = ("false", "true", "false", "false", "false", "true", "false", "false")
+FLASH_UNEVEN = ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<" + ", ".join(UNEVEN_TRAITS)
+                + ", cutlass::half_t, Flash_kernel_traits<96, 128, 32, 4, cutlass::half_t> >, "
+                + ", ".join(UNEVEN_FLAGS) + ">(pytorch_flash::Flash_fwd_params)")
+
+
+def test_flash_uneven_mn_even_k_non_square_tiles():
+    k = decode(FLASH_UNEVEN)
+    as_python = lambda v: {"true": True, "false": False}.get(v, None) if not v.isdigit() else int(v)  # noqa: E731
+    expected = dict(zip(UPSTREAM_TRAITS, map(as_python, UNEVEN_TRAITS)))
+    expected |= dict(zip(UPSTREAM_FWD_FLAGS, map(as_python, UNEVEN_FLAGS)))
+    assert {key: k.details[key] for key in expected} == expected
+    assert k.details["Is_even_MN"] is False and k.details["Is_even_K"] is True
+    assert (k.dtype, k.tile) == ("fp16", f"{UNEVEN_TRAITS[1]}x{UNEVEN_TRAITS[2]}")
+    assert k.details["threads"] == 32 * int(UNEVEN_TRAITS[3])
+    assert k.summary.startswith(f"FlashAttention-2 forward, head_dim {UNEVEN_TRAITS[0]}, "
+                                f"{UNEVEN_TRAITS[1]}x{UNEVEN_TRAITS[2]} tiles")
+
+
 def test_flash_truncated_keeps_what_it_read():
     k = decode(FLASH[:120])
     assert (k.kind, k.library) == ("attention", "FlashAttention-2")
@@ -346,10 +376,10 @@ def _covers(blocks: int, per_block: int, seq: int) -> bool:
 
 
 @pytest.mark.parametrize("path", TRACES or [None], ids=lambda p: p.name if p else "no-traces")
-def test_recorded_trace_names(path):
-    if path is None:
-        pytest.skip(f"no recorded traces under {TRACE_ROOT} (notebooks/traces/**/*.json.gz); "
-                    f"record them with `python tools/record.py` on a GPU")
+def test_recorded_trace_names(path, recorded_traces):
+    # recorded_traces fails (never skips) where the replay set is missing
+    assert path is not None, (f"no recorded traces under {TRACE_ROOT} (notebooks/traces/**/*.json.gz); "
+                              f"record them with `python tools/record.py` on a GPU")
     provenance, events = _gpu_events(path)
     assert events, f"{path.name} holds no GPU events"
     shape = provenance.get("shape") or {}
@@ -447,3 +477,51 @@ def test_fuzz_random_strings_and_mutations():
                                    "flash_fwd_kernel" + "<" * 3000, "fmha_cutlassF" + "_" * 3000])
 def test_odd_inputs(value):
     _check(value)
+
+
+# --- what the flash decoder tells a reader beyond the forward kernel (mutants of these survived) ---
+
+# FlashAttention-3 (Hopper) names its kernel cutlass::device_kernel<flash::FlashAttnFwdSm90<...>>,
+# its element type among the template arguments
+FLASH3 = ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<"
+          "flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, "
+          "cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, 128, cutlass::bfloat16_t, float, "
+          "cutlass::arch::Sm90, true, false> > > >(flash::FlashAttnFwdSm90<...>::Params)")
+FLASH3_BWD = FLASH3.replace("FlashAttnFwdSm90", "FlashAttnBwdSm90").replace("cutlass::bfloat16_t", "cutlass::half_t")
+
+
+def test_flash_attention_3_is_named_with_its_direction_arch_and_type():
+    k = decode(FLASH3)
+    assert (k.kind, k.library, k.op, k.dtype, k.math) == ("attention", "FlashAttention-3", "attention forward",
+                                                         "bf16", TENSOR_CORES)
+    assert k.details == {"algorithm": "FlashAttention-3 forward", "direction": "forward"}
+    assert k.summary == "FlashAttention-3 forward (sm90)"
+    b = decode(FLASH3_BWD)
+    assert (b.op, b.dtype, b.summary) == ("attention backward", "fp16", "FlashAttention-3 backward (sm90)")
+
+
+def test_flash_namespace_read_from_the_parameters_names_the_build():
+    # the namespace may survive only in the parameter list (the function's own prefix cut off)
+    bare = FLASH.replace("void pytorch_flash::", "void ")
+    assert decode(bare).details["namespace"] == "pytorch_flash"
+    assert decode(bare).details["build"] == "PyTorch's vendored build"
+    assert decode(FLASH_HUB).details["build"] == "flash-attn build (pip / kernels Hub)"
+    other = FLASH.replace("pytorch_flash", "my_flash")
+    assert decode(other).details["namespace"] == "my_flash" and decode(other).details["build"] == "my_flash"
+    neither = FLASH.replace("void pytorch_flash::", "void ").replace("(pytorch_flash::Flash_fwd_params)", "()")
+    assert decode(neither).details["namespace"] is None
+
+
+def test_flash_variants_and_the_combine_kernels_fields():
+    plain = decode(FLASH)
+    assert "variant" not in plain.details and "truncated" not in plain.details
+    combine = decode("void flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<64, 64, 256, 4, false, "
+                     "false, cutlass::bfloat16_t, Flash_kernel_traits<64, 64, 256, 4, cutlass::bfloat16_t> >, 16, 7, "
+                     "true>(flash::Flash_fwd_params)")
+    # flash_fwd_splitkv_combine_kernel<Kernel_traits, kBlockM, Log_max_splits, Is_even_K>
+    assert combine.details["variant"] == "split-KV combine"
+    assert (combine.details["kBlockM"], combine.details["Log_max_splits"], combine.details["Is_even_K"]) == (16, 7, True)
+    assert combine.summary.startswith("FlashAttention-2 forward (split-KV combine)")
+    assert decode(FLASH_SPLITKV).summary.startswith("FlashAttention-2 forward (split-KV)")
+    backward = decode(FLASH.replace("flash_fwd_kernel", "flash_bwd_dq_dk_dv_loop_kernel"))
+    assert backward.op == "attention backward" and backward.details["variant"] == "flash_bwd_dq_dk_dv_loop_kernel"

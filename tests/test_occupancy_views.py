@@ -92,9 +92,11 @@ def test_calculator_data_is_the_python_tables():
     assert data["messages"] == {**calc_module.MESSAGES, **gpus.MESSAGES}
     assert data["knownGpus"] == gpus.known_gpus()
     assert data["presets"] == []
-    start = data["initial"]   # with no presets, still a configuration occupancy() takes
-    occupancy(start["gpu"], start["threads"], start["registers"], start["smem"],
-              carveout=start["carveout"], shared_memory_limit=start["limit"])
+    start = data["initial"]   # with no presets, still a configuration occupancy() takes, and one that runs
+    first = occupancy(start["gpu"], start["threads"], start["registers"], start["smem"],
+                      carveout=start["carveout"], shared_memory_limit=start["limit"])
+    assert first.active_blocks >= 1
+    assert start["gpu"] in (first.gpu.product, ".".join(map(str, first.gpu.capability)))
 
 
 def test_calculator_links_carry_each_kernel(kernels):

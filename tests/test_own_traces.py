@@ -11,16 +11,18 @@ import json
 import math
 import re
 import shutil
+import statistics
 import threading
 import warnings
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from conftest import ROOT, TRACES, raw_document
+from conftest import ROOT, TRACES, raw_document, raw_forward_ops, raw_per_step
 from helpers import Profile, TraceError, breakdown, charts, load_trace, profile_code, tables
 from helpers.core import trace
 
@@ -191,10 +193,15 @@ def test_a_trace_without_gpu_events_loads_with_a_warning_and_the_gpu_views_say_w
     for view in (breakdown.step_table, breakdown.top_kernels, breakdown.kernels_per_op, breakdown.verdict):
         with pytest.raises(TraceError, match=f"{cpu_only.name} holds no GPU events"):
             view(prof)
-    # the book's other views show what there is, and do not crash
-    assert tables.kernel_table(prof).empty and len(tables.op_tree(prof))
-    assert charts.timeline(prof).data and charts.gpu_and_cpu_time([prof]).data is not None
-    charts.kernel_durations(prof)
+    # the book's other views show what there is: the host ops, read from the raw events, and no GPU
+    raw_ops = raw_forward_ops(cpu_only)
+    assert tables.kernel_table(prof).empty and len(tables.op_tree(prof)) == len(raw_ops) + 1  # + attn_fwd
+    bars = {d.name: d for d in charts.timeline(prof).data}
+    assert len(bars["CPU ops"].x) == len(raw_ops) + 1 and len(bars["GPU events"].x) == 0
+    times = {d.name: list(d.y) for d in charts.gpu_and_cpu_time([prof]).data}
+    cpu = statistics.median(c for _, c in raw_per_step(raw_document(cpu_only)["traceEvents"]))
+    assert times["GPU time"] == [0] and times["CPU time"] == [pytest.approx(cpu)]
+    assert len(charts.kernel_durations(prof).data) == 0
 
 
 # --- profile_code, on this machine's CPU --------------------------------------------------------
@@ -208,12 +215,17 @@ def test_profile_code_runs_the_warm_up_calls_and_the_schedule(tmp_path):
         grad.append(torch.is_grad_enabled())
         return (x @ x * scale).sum()
 
-    prof = profile_code(step, a, annotation="my_step", steps=4, no_grad=True, quiet=True, scale=2.0)
-    assert len(calls) == 3 + 1 + 1 + 4 and set(calls) == {2.0} and not any(grad)
-    assert len(prof.steps) == 4 and prof.annotation == "my_step" and prof.provenance.source == "code"
+    warm_up, active = 2, 4
+    prof = profile_code(step, a, annotation="my_step", steps=active, no_grad=True, quiet=True, scale=2.0,
+                        warmup_calls=warm_up)
     raw = raw_document(prof.save(tmp_path / "mine.json.gz"))["traceEvents"]
     spans = {int(m.group(1)): (e["ts"], e["ts"] + e["dur"]) for e in raw
              if (m := re.fullmatch(r"ProfilerStep#(\d+)", e.get("name", "")))}
+    # the profiler numbers every scheduled step from 0 (its wait and warm-up steps too) and records
+    # only the active ones: the calls are the warm-up calls, then one per scheduled step
+    assert len(spans) == active and len(calls) == warm_up + max(spans) + 1
+    assert set(calls) == {2.0} and not any(grad)
+    assert len(prof.steps) == active and prof.annotation == "my_step" and prof.provenance.source == "code"
     assert sorted(spans) == prof.steps
     mine = [e for e in raw if e.get("name") == "my_step" and e.get("cat") == "user_annotation"]
     per_step = prof.per_step.set_index("step")
@@ -324,13 +336,13 @@ def independent_breakdown(events: list[dict]) -> dict:
     for e in events:
         if e.get("ph") == "X" and e.get("cat") in GPU_CATS and e["args"].get("correlation") in launch:
             s, ts = launch[e["args"]["correlation"]]
-            by_step[s].append((e["ts"], e["ts"] + e["dur"], ts))
+            by_step[s].append((e["ts"], e["ts"] + e["dur"], ts, e["cat"]))
     out = {}
     for s, intervals in by_step.items():
         intervals.sort(key=lambda x: (x[0], x[2]))
         busy = host = other = 0.0
         cur_start, cur_end = intervals[0][0], intervals[0][1]
-        for start, end, launched in intervals[1:]:
+        for start, end, launched, _ in intervals[1:]:
             if start > cur_end:
                 busy += cur_end - cur_start
                 if launched > cur_end:
@@ -342,8 +354,19 @@ def independent_breakdown(events: list[dict]) -> dict:
                 cur_end = max(cur_end, end)
         busy += cur_end - cur_start
         span = max(i[1] for i in intervals) - min(i[0] for i in intervals)
-        out[s] = {"span": span, "busy": busy, "host": host, "other": other}
+        out[s] = {"span": span, "busy": busy, "host": host, "other": other,
+                  "compute": union_length([(i[0], i[1]) for i in intervals if i[3] == "kernel"])}
     return out
+
+
+def union_length(intervals: list[tuple[float, float]]) -> float:
+    """Time covered by at least one interval, by a sweep over the sorted intervals."""
+    total, end = 0.0, -math.inf
+    for start, stop in sorted(intervals):
+        if stop > end:
+            total += stop - max(start, end)
+            end = stop
+    return total
 
 
 @pytest.mark.parametrize("path", TRACES[::4] + OWN, ids=lambda p: p.name)
@@ -357,7 +380,48 @@ def test_the_breakdown_agrees_with_the_raw_events(path):
         assert row["busy_us"] == pytest.approx(want["busy"], abs=1e-3)
         assert row["host_wait_us"] == pytest.approx(want["host"], abs=1e-3)
         assert row["other_wait_us"] == pytest.approx(want["other"], abs=1e-3)
+        assert row["compute_us"] == pytest.approx(want["compute"], abs=1e-3)
+        # every GPU event of a step has its launch in the trace: nothing is left unknown
+        assert row["unknown_wait_us"] == 0
         assert row["busy_us"] + row["idle_us"] == pytest.approx(row["span_us"])
+
+
+def test_compute_is_the_kernels_alone_and_a_gap_without_its_launch_is_unknown():
+    """naive's step holds a memset and a memcpy: compute (kernels alone) is less than busy. With the
+    launch of the event that ends a gap unknown, that gap moves from its cause to "unknown"."""
+    from helpers.core import breakdown as bd
+    from conftest import raw_last_step
+    path = next(p for p in TRACES if p.name.startswith("naive__"))
+    gpu, _, _ = raw_last_step(path)
+    events = raw_document(path)["traceEvents"]
+    launch_ts = {e["args"]["correlation"]: e["ts"] for e in events if e.get("ph") == "X"
+                 and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    rows = [{"start_us": float(e["ts"]), "end_us": float(e["ts"] + e["dur"]),
+             "category": {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}[e["cat"]],
+             "launch_start_us": float(launch_ts[e["args"]["correlation"]])} for e, _ in gpu]
+    frame = pd.DataFrame(rows)
+    busy = union_length([(r["start_us"], r["end_us"]) for r in rows])
+    compute = union_length([(r["start_us"], r["end_us"]) for r in rows if r["category"] == "kernel"])
+    assert compute < busy  # the memset and the memcpy are not kernels
+    got = bd.window_breakdown(frame)
+    assert got["busy_us"] == pytest.approx(busy) and got["compute_us"] == pytest.approx(compute)
+    assert got["unknown_wait_us"] == 0
+    # the gaps, by plain loops over the events in start order: (length, index of the event ending it)
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["start_us"], rows[i]["launch_start_us"]))
+    gaps, reach = [], rows[order[0]]["end_us"]
+    for i in order[1:]:
+        if rows[i]["start_us"] > reach:
+            gaps.append((rows[i]["start_us"] - reach, i))
+        reach = max(reach, rows[i]["end_us"])
+    assert gaps
+    length, ender = max(gaps)
+    frame.loc[ender, "launch_start_us"] = float("nan")
+    unknown = bd.window_breakdown(frame)
+    assert unknown["unknown_wait_us"] == pytest.approx(length)
+    assert unknown["host_wait_us"] + unknown["other_wait_us"] == pytest.approx(
+        got["host_wait_us"] + got["other_wait_us"] - length)
+    assert unknown["idle_us"] == pytest.approx(
+        unknown["host_wait_us"] + unknown["other_wait_us"] + unknown["unknown_wait_us"])
 
 
 # --- the book's views on any Profile ------------------------------------------------------------
@@ -483,3 +547,64 @@ def test_the_chapters_guess_and_explorer_work_on_a_recorded_step(path, monkeypat
     slider.value = (0.0, slider.max / 10)
     explorer.children[0].children[1].click()
     assert drawn and list(drawn[-1].layout.xaxis.range) == [0.0, slider.max / 10]
+
+
+def test_each_gap_its_bounds_and_cause_from_the_raw_events():
+    """idle_gaps row by row against plain loops over naive's last step: where each gap starts and
+    ends, and its cause (the host, when the launch of the event ending it came after the GPU went
+    idle; other GPU work, when it came before or at that instant; unknown without a launch)."""
+    from helpers.core import breakdown as bd
+    from conftest import raw_last_step
+    path = next(p for p in TRACES if p.name.startswith("naive__"))
+    gpu, _, _ = raw_last_step(path)
+    events = raw_document(path)["traceEvents"]
+    launch_ts = {e["args"]["correlation"]: e["ts"] for e in events if e.get("ph") == "X"
+                 and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    rows = [{"step": 1, "start_us": float(e["ts"]), "end_us": float(e["ts"] + e["dur"]), "name": e["name"],
+             "category": e["cat"], "stream": e["args"].get("stream"), "launched_by": e["launched_by"],
+             "aten_op": None, "top_aten_op": None,
+             "launch_start_us": float(launch_ts[e["args"]["correlation"]])} for e, _ in gpu]
+
+    def expected(rows):
+        order = sorted(range(len(rows)), key=lambda i: (rows[i]["start_us"], rows[i]["launch_start_us"]))
+        out, reach = [], rows[order[0]]["end_us"]
+        for i in order[1:]:
+            r = rows[i]
+            if r["start_us"] > reach:
+                launch = r["launch_start_us"]
+                cause = "unknown" if math.isnan(launch) else "host" if launch > reach else "gpu"
+                out.append((reach, r["start_us"], r["start_us"] - reach, cause, r["name"]))
+            reach = max(reach, r["end_us"])
+        return out
+
+    def got(rows):
+        gaps = bd.idle_gaps(pd.DataFrame(rows))
+        return list(zip(gaps["start_us"], gaps["end_us"], gaps["idle_us"], gaps["cause"], gaps["next_event"]))
+
+    want = expected(rows)
+    assert want and got(rows) == want
+    # the other causes: the event ending the first gap launched exactly as the GPU went idle (other
+    # GPU work, not the host), or with no launch in the trace (unknown); and two events that touch
+    # leave no gap between them
+    first_gap_end = next(i for i, r in enumerate(rows) if r["start_us"] == want[0][1])
+    at_idle = [dict(r) for r in rows]
+    at_idle[first_gap_end]["launch_start_us"] = want[0][0]
+    unknown = [dict(r) for r in rows]
+    unknown[first_gap_end]["launch_start_us"] = float("nan")
+    touching = [dict(r) for r in rows]
+    touching[first_gap_end]["start_us"] = want[0][0]
+    for variant in (at_idle, unknown, touching):
+        assert got(variant) == expected(variant)
+    assert got(at_idle)[0][3] == "gpu" and got(unknown)[0][3] == "unknown" and len(got(touching)) == len(want) - 1
+    assert list(bd.idle_gaps(pd.DataFrame(rows).iloc[0:0]).columns) == bd.GAP_COLUMNS
+
+
+def test_the_union_of_one_interval_is_that_interval():
+    # a step with a single GPU event is busy for that event's duration (a mutant that returned
+    # nothing for one interval survived: no trace of the set has a one-event step window)
+    from helpers.core import breakdown as bd
+    starts, ends = bd.merged(np.array([2.0]), np.array([5.0]))
+    assert list(starts) == [2.0] and list(ends) == [5.0]
+    one = pd.DataFrame({"start_us": [2.0], "end_us": [5.0], "category": ["kernel"], "launch_start_us": [1.0]})
+    assert bd.busy_us(one) == 3.0 and bd.window_breakdown(one)["busy_us"] == 3.0
+    assert bd.window_breakdown(one)["compute_us"] == 3.0 and bd.window_breakdown(one)["idle_us"] == 0.0

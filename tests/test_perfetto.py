@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import ROOT, raw_document
+from conftest import LAUNCH_ARGS, ROOT, raw_document
 from helpers import Profile, perfetto, profile_stage
 
 DATA_URL = re.compile(r"download=\"([^\"]+)\" href=\"data:application/gzip;base64,([A-Za-z0-9+/=]+)\"")
@@ -82,3 +82,59 @@ def test_markdown_tables_get_their_column_labels():
     labels = re.findall(r'<td data-label="([^"]*)">', context["body"])
     assert labels == ["GPU", "compute capability", "flash"] * 2
     assert 'class="table ap-table ap-cards"' in context["body"]
+
+
+# --- the button in Chromium: Perfetto's answer, and another origin's ----------------------------
+
+BOOK = "https://book.test/page.html"
+EVIL = "https://elsewhere.test/"
+# a stand-in for ui.perfetto.dev: it answers PING with PONG and keeps what it is sent
+HONEST = """<script>window.received = null;
+window.addEventListener("message", (e) => {
+  if (e.data === "PING") e.source.postMessage("PONG", e.origin);
+  else if (e.data && e.data.perfetto) { window.received = e.data.perfetto; console.log("received " + e.data.perfetto.buffer.byteLength); }
+});</script>"""
+# a Perfetto tab sent elsewhere: the other origin answers PONG, unasked, again and again
+REDIRECT = f"<script>location.replace({EVIL!r});</script>"
+IMPOSTOR = """<script>setInterval(() => { if (window.opener) { window.opener.postMessage("PONG", "*");
+  console.log("pong"); } }, 50);</script>"""
+
+
+def open_in_perfetto(browser, html: str, perfetto_page: str) -> tuple[str, int | None, int]:
+    """Click the page's button with `perfetto_page` served as ui.perfetto.dev: the page's status
+    once the tab has answered (or tried to), the bytes the tab received (None: nothing), and how
+    many PONGs it sent unasked."""
+    context = browser.new_context()
+    pages = {BOOK: f"<!DOCTYPE html><html><body>{html}</body></html>", perfetto.PERFETTO + "/": perfetto_page,
+             EVIL: IMPOSTOR}
+    context.route("**/*", lambda route: route.fulfill(body=pages[route.request.url.split("#")[0]],
+                                                      content_type="text/html; charset=utf-8")
+                  if route.request.url.split("#")[0] in pages else route.abort())
+    page = context.new_page()
+    page.goto(BOOK)
+    logged: list[str] = []
+    with context.expect_page() as new:
+        page.click("button.ap-perfetto")
+    tab = new.value
+    tab.on("console", lambda m: logged.append(m.text))
+    status = page.locator(".ap-perfetto-status")
+    # until the page says it sent the trace, or the impostor has PONGed ten times
+    for _ in range(400):
+        if status.inner_text().startswith("Sent") or logged.count("pong") >= 10:
+            break
+        page.wait_for_timeout(50)
+    text = status.inner_text()
+    received = tab.evaluate("() => window.received ? window.received.buffer.byteLength : null")
+    context.close()
+    return text, received, logged.count("pong")
+
+
+@pytest.mark.browser
+def test_the_button_hands_the_trace_to_perfetto_only(browser, replayed):
+    html = perfetto.trace_links(replayed).data
+    text, received, _ = open_in_perfetto(browser, html, HONEST)
+    assert text == "Sent to Perfetto, in the new tab." and received == replayed.trace_path.stat().st_size
+    # the tab sent to another origin answers PONG: the page does not believe it, and sends nothing
+    text, received, pongs = open_in_perfetto(browser, html, REDIRECT)
+    assert pongs >= 10 and received is None
+    assert text == "Waiting for Perfetto to answer…"

@@ -27,7 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, cuda_available
+from conftest import ROOT, cuda_available, raw_last_step
+from helpers.sources.replay import trace_path
+from helpers.core.stages import DEFAULT_SHAPE
 
 sys.path.insert(0, str(ROOT / "space"))
 from run_on_server import run_notebook  # noqa: E402
@@ -153,6 +155,98 @@ def test_on_a_space_without_a_token_secret_it_refuses_to_start(server):
     s = server(SPACE_ID="someone/attention-profiled")
     assert s.proc.wait(timeout=30) == 2
     assert "JUPYTER_TOKEN" in s.output()
+
+
+@pytest.mark.parametrize("token", ["", "   \n", "x", "0123456789abcdef0123456789abcde"],
+                         ids=["empty", "blank", "one-character", "31-characters"])
+@pytest.mark.parametrize("source", ["JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE"])
+def test_an_empty_or_short_token_is_refused(server, tmp_path, source, token):
+    if source == "JUPYTER_TOKEN" and not token.strip():
+        # an empty JUPYTER_TOKEN is no token: with no file either, start.sh generates one (tested
+        # above); an empty token beside a file is the file's token
+        env = {"JUPYTER_TOKEN": token, "JUPYTER_TOKEN_FILE": str(tmp_path / "empty")}
+        (tmp_path / "empty").write_text("")
+    elif source == "JUPYTER_TOKEN":
+        env = {"JUPYTER_TOKEN": token}
+    else:
+        (tmp_path / "token").write_text(token)
+        env = {"JUPYTER_TOKEN_FILE": str(tmp_path / "token")}
+    s = server(**env)
+    assert s.proc.wait(timeout=30) == 2
+    out = s.output()
+    assert f"is {len(token.strip())} characters long; at least 32" in out
+    assert not s.token_file.exists()
+    # and a token file no one can read is refused too
+    if source == "JUPYTER_TOKEN_FILE" and token == "x":
+        missing = server(JUPYTER_TOKEN_FILE=str(tmp_path / "no-such-file"))
+        assert missing.proc.wait(timeout=30) == 2 and "cannot read" in missing.output()
+
+
+def test_a_32_character_token_from_a_file_is_accepted(server, tmp_path):
+    token = "0123456789abcdef" * 2
+    (tmp_path / "token").write_text(token)  # Jupyter Server takes the file as it is, a newline included
+    s = server(JUPYTER_TOKEN_FILE=str(tmp_path / "token"))
+    s.wait_ready()
+    check_token_is_required(s, token)
+    assert token not in s.output()
+
+
+def dockerignored(patterns: list[str], path: str) -> bool:
+    """Whether Docker leaves `path` (relative to the build context) out: a pattern matches the path
+    or one of its parent folders (Go's filepath.Match per segment, `**` any number of segments);
+    the last matching pattern wins, `!` re-includes."""
+    import fnmatch
+
+    def matches(pattern: str, parts: list[str]) -> bool:
+        pat = pattern.strip("/").split("/")
+        def walk(i: int, j: int) -> bool:
+            if i == len(pat):
+                return j == len(parts)
+            if pat[i] == "**":
+                return any(walk(i + 1, k) for k in range(j, len(parts) + 1))
+            return j < len(parts) and fnmatch.fnmatchcase(parts[j], pat[i]) and walk(i + 1, j + 1)
+        return walk(0, 0)
+
+    parts = path.split("/")
+    excluded = False
+    for raw in patterns:
+        negate = raw.startswith("!")
+        pattern = raw[1:] if negate else raw
+        if any(matches(pattern, parts[:n]) for n in range(1, len(parts) + 1)):
+            excluded = not negate
+    return excluded
+
+
+def ignore_patterns(path: Path) -> list[str]:
+    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+LEFT_OUT = [".git/HEAD", ".git/objects/ab/cdef", ".venv/bin/python", "_build/html/index.html",
+            ".whl/torch-2.13.0-cp311-none-any.whl", ".pytest_cache/v/cache", "helpers/__pycache__/x.pyc",
+            "notebooks/.ipynb_checkpoints/01_naive-checkpoint.ipynb", "attention_profiled_helpers.egg-info/PKG-INFO"]
+SENT = ["requirements.txt", "pyproject.toml", "helpers/__init__.py", "helpers/occupancy/js/calculator.js",
+        "notebooks/01_naive.ipynb", "notebooks/traces/h200/ceilings.json", "space/start.sh", "book/intro.md"]
+
+
+def test_dockerignore_at_every_build_context(tmp_path):
+    # the Dockerfile's comment names two contexts: the repository root, and the Space repository
+    # space/assemble.sh lays out. Each has a .dockerignore (the classic builder reads only that one),
+    # and BuildKit's space/Dockerfile.dockerignore says the same.
+    comment = (ROOT / "space" / "Dockerfile").read_text().split("FROM", 1)[0]
+    assert "docker build -f space/Dockerfile -t attention-profiled ." in comment and "space/assemble.sh" in comment
+    root_ignore = ROOT / ".dockerignore"
+    assert ignore_patterns(root_ignore) == ignore_patterns(ROOT / "space" / "Dockerfile.dockerignore")
+    assembled = tmp_path / "space-repo"
+    subprocess.run(["bash", str(ROOT / "space" / "assemble.sh"), str(assembled)], check=True, capture_output=True)
+    for ignore in (root_ignore, assembled / ".dockerignore"):
+        patterns = ignore_patterns(ignore)
+        left = [p for p in LEFT_OUT if not dockerignored(patterns, p)]
+        assert not left, f"{ignore} would send {left}"
+        sent = [p for p in SENT if dockerignored(patterns, p)]
+        assert not sent, f"{ignore} would leave out {sent}"
+    # the matcher itself: the last pattern wins, and ! brings a path back
+    assert dockerignored([".git"], ".git/config") and not dockerignored([".git"], "a/.git")
+    assert dockerignored(["**/.git"], "a/.git") and not dockerignored(["_build", "!_build/keep"], "_build/keep/x")
 
 
 def test_no_configuration_turns_the_token_off():

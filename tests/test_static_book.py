@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from conftest import ROOT, load_static_book
+from conftest import ROOT, load_static_book, require
 
-pytest.importorskip("sphinx.errors")  # the GPU machine has no Sphinx (a bare `sphinx` namespace is not enough)
+require("sphinx.errors", "Sphinx")  # the GPU machine has no Sphinx (a bare `sphinx` namespace is not enough)
 
 static_book = load_static_book()
 

@@ -43,7 +43,9 @@ OPENER_JS = """window.apOpenInPerfetto = window.apOpenInPerfetto || async functi
   let answered = false, timer = null;
   const stop = () => { clearInterval(timer); window.removeEventListener("message", onMessage); };
   const onMessage = (event) => {
-    if (event.source !== tab || event.data !== "PONG" || answered) return;
+    // the answer must come from the tab we opened AND from Perfetto's origin: that tab may have been
+    // sent elsewhere, whose PONG would make the page say "Sent" while nothing was sent
+    if (event.source !== tab || event.origin !== ORIGIN || event.data !== "PONG" || answered) return;
     answered = true;
     stop();
     tab.postMessage({perfetto: {buffer: buffer, title: link.dataset.title, fileName: link.download}}, ORIGIN);

@@ -18,7 +18,13 @@
   const ns = (global.attentionProfiled = global.attentionProfiled || {});
   ns.calculators = ns.calculators || [];
   const SVG = "http://www.w3.org/2000/svg";
-  const NUMBER = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
+  // Linear: the digits before a point can be read one way only. (\d+\.?\d* could split a run of
+  // digits anywhere, and backtracked quadratically: a 50,000-digit link froze the tab for 22 s.)
+  const NUMBER = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
+  // No number anyone types is longer: a longer field is refused as text, shortened, so that no
+  // pattern, message or notice ever works on a huge string
+  const MAX_FIELD = 32;
+  const clip = (text) => (text.length > MAX_FIELD ? text.slice(0, MAX_FIELD) + "…" : text);
   const FIELDS = [
     { key: "threads", arg: "threads", url: "threads", label: "threads per block" },
     { key: "registers", arg: "registers", url: "registers", label: "registers per thread" },
@@ -27,6 +33,7 @@
 
   // a field's text as the value Python would be handed: a number when it reads as one, else the text
   function parseField(text) {
+    if (text.length > MAX_FIELD) return clip(text);
     return NUMBER.test(text) ? Number(text) : text;
   }
 
@@ -458,7 +465,7 @@
       if (!data.urlKeys.some((k) => params.has(k))) return { config: null, problems: [] };
       const c = { ...data.initial };
       const problems = [];
-      const say = (key, message) => problems.push({ key, value: params.get(key), message });
+      const say = (key, message) => problems.push({ key, value: clip(params.get(key)), message });
       let s = calc.gpuSpec(c.gpu);
       if (params.has("gpu")) {
         try { s = calc.gpuSpec(params.get("gpu")); c.gpu = specKey(s); } catch (e) { say("gpu", e.message); }

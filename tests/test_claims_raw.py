@@ -1,0 +1,377 @@
+"""Every verdict of claims.py against the raw trace events, on both sides of its line.
+
+The expectation of each test is read from the raw JSON with plain loops (conftest's raw_last_step,
+raw_forward_ops, raw_per_step), never from the function under test. The other side of a line is
+reached by editing the recorded events (a kernel dropped, a launch call renamed, durations scaled)
+or by handing a verdict the traces of other stages; the expectation is read from the edited
+events in the same way."""
+import copy
+import dataclasses
+import statistics
+
+import pytest
+
+from helpers import claims, profile_stage
+from helpers.core.profile import Profile
+from conftest import raw_document, raw_forward_ops, raw_last_step, raw_per_step
+
+STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto", "hub_flash"]
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    return {s: profile_stage(s, mode="replay", quiet=True) for s in STAGES}
+
+
+def edited(prof: Profile, keep=lambda e: True, change=lambda e: e, provenance: dict | None = None) -> Profile:
+    """The same recording with its events filtered and changed (a copy: the original is untouched)."""
+    events = [change(e) for e in copy.deepcopy(prof.events) if keep(e)]
+    prov = dataclasses.replace(prof.provenance, **(provenance or {}))
+    return Profile(events, prov, prof.trace_path)
+
+
+def forward(prof: Profile) -> list[tuple[dict, set[str]]]:
+    """The last step's GPU events of `prof`'s events (edited or not), read raw."""
+    return raw_last_step_of(prof.events)[0]
+
+
+def raw_last_step_of(events: list[dict]):
+    return raw_last_step(events)
+
+
+def ops_of(prof: Profile) -> list[str]:
+    return raw_forward_ops(prof.events)
+
+
+def gemms(prof: Profile) -> list[dict]:
+    """The forward's matmul kernels: those launched inside aten::bmm or aten::mm."""
+    return [e for e, holders in forward(prof) if e["cat"] == "kernel" and holders & {"aten::bmm", "aten::mm"}]
+
+
+def gpu_median(prof: Profile) -> float:
+    return statistics.median(g for g, _ in raw_per_step(prof.events))
+
+
+def cpu_median(prof: Profile) -> float:
+    return statistics.median(c for _, c in raw_per_step(prof.events))
+
+
+def scaled_gpu(prof: Profile, factor: float) -> Profile:
+    """Every GPU event lasting `factor` times as long (starts kept)."""
+    def change(e):
+        if e.get("ph") == "X" and e.get("cat") in GPU_CATS:
+            e["dur"] = e["dur"] * factor
+        return e
+    return edited(prof, change=change)
+
+
+# --- naive -------------------------------------------------------------------------------------
+
+def memcpys_in_masked_fill(prof):
+    return [e for e, holders in forward(prof) if e["cat"] == "gpu_memcpy" and "aten::masked_fill" in holders]
+
+
+def test_hidden_memcpy_both_sides(profiles):
+    naive = profiles["naive"]
+    no_copy = edited(naive, keep=lambda e: e.get("cat") != "gpu_memcpy")
+    for prof in (naive, profiles["inplace"], no_copy):
+        copies = memcpys_in_masked_fill(prof)
+        v = claims.hidden_memcpy(prof)
+        assert v.holds == bool(copies)
+        if copies:
+            assert f"{copies[0]['args']['bytes']:,} B" in v.evidence
+    assert claims.hidden_memcpy(naive).holds != claims.hidden_memcpy(no_copy).holds
+
+
+def test_launch_path_of_gemms_both_sides(profiles):
+    naive = profiles["naive"]
+    # the other side: the same trace with every cuLaunchKernelEx renamed to cudaLaunchKernel
+    plain = edited(naive, change=lambda e: e | {"name": "cudaLaunchKernel"}
+                   if e.get("name", "").startswith("cuLaunchKernelEx") else e)
+    for prof in (naive, plain):
+        paths = {e["launched_by"] for e in gemms(prof)}
+        assert paths
+        v = claims.launch_path_of_gemms(prof)
+        assert v.holds == (not any(p.startswith("cuLaunchKernelEx") for p in paths))
+        assert all(p in v.evidence for p in paths)
+    assert claims.launch_path_of_gemms(naive).holds != claims.launch_path_of_gemms(plain).holds
+
+
+def test_gemms_on_tensor_cores_both_sides(profiles):
+    # the names say which units run the matmul: cuBLAS's xmma names end their math in "ffma" for
+    # CUDA cores; nvjet and the hmma/wgmma names are tensor-core kernels
+    for stage in ("naive", "sdpa_math"):
+        prof = profiles[stage]
+        names = [e["name"] for e in gemms(prof)]
+        assert names
+        v = claims.gemms_on_tensor_cores(prof)
+        assert v.holds == (not any("_ffma_" in n for n in names))
+        if not v.holds:
+            assert f"{sum('_ffma_' in n for n in names)} of {len(names)} gemms" in v.difference
+    assert claims.gemms_on_tensor_cores(profiles["naive"]).holds != claims.gemms_on_tensor_cores(profiles["sdpa_math"]).holds
+
+
+def test_memcpy_gone_both_sides(profiles):
+    naive, inplace = profiles["naive"], profiles["inplace"]
+    count = lambda p: sum(e["cat"] == "gpu_memcpy" for e, _ in forward(p))  # noqa: E731
+    for now, before in ((inplace, naive), (naive, naive), (inplace, inplace)):
+        v = claims.memcpy_gone(now, before)
+        assert v.holds == (count(now) == 0 and count(before) > 0)
+        assert f"{count(now)} memcpy per forward here, {count(before)} in" in v.evidence
+
+
+def test_fewer_masking_ops_both_sides(profiles):
+    naive, inplace = profiles["naive"], profiles["inplace"]
+
+    def masking_ops(prof, root):
+        """Host ops inside the first top-level `root` op under attn_fwd (the root included)."""
+        events = prof.events
+        _, (lo, hi), _ = raw_last_step_of(events)
+        attn = next(e for e in events if e.get("name") == "attn_fwd" and e.get("cat") == "user_annotation"
+                    and e.get("ph") == "X" and lo <= e["ts"] <= hi)
+        inside = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"
+                  and attn["ts"] <= e["ts"] and e["ts"] + e["dur"] <= attn["ts"] + attn["dur"]]
+        roots = [e for e in inside if e["name"] == root and not any(
+            o is not e and o["ts"] <= e["ts"] and o["ts"] + o["dur"] >= e["ts"] + e["dur"] for o in inside)]
+        if not roots:
+            return 0
+        r = min(roots, key=lambda e: e["ts"])
+        return sum(r["ts"] <= e["ts"] and e["ts"] + e["dur"] <= r["ts"] + r["dur"] for e in inside)
+
+    now, was = masking_ops(inplace, "aten::masked_fill_"), masking_ops(naive, "aten::masked_fill")
+    assert now > 0 and was > 0
+    v = claims.fewer_masking_ops(inplace, naive)
+    assert v.holds == (now < was)
+    assert f"is {now} CPU ops" in v.evidence and f", {was} in naive" in v.evidence
+    # the other side: naive judged against itself has no aten::masked_fill_ step at all
+    other = claims.fewer_masking_ops(naive, inplace)
+    assert other.holds == (masking_ops(naive, "aten::masked_fill_") < masking_ops(inplace, "aten::masked_fill"))
+    assert other.holds != v.holds
+
+
+# --- sdpa_math ---------------------------------------------------------------------------------
+
+def test_many_kernels_on_both_sides_of_ten(profiles):
+    math = profiles["sdpa_math"]
+    n = len(forward(math))
+    assert n > 10
+    # keep exactly 10 and exactly 9 of the forward's GPU events: the line is "at least 10"
+    for keep_n in (10, 9):
+        ids = {id(e) for e, _ in forward(math)[keep_n:]}
+        corr = {e["args"]["correlation"] for e, _ in forward(math)[keep_n:]}
+        _, (lo, hi), _ = raw_last_step_of(math.events)
+        cut = edited(math, keep=lambda e: not (e.get("cat") in GPU_CATS and e.get("args", {}).get("correlation") in corr
+                                               and e.get("ph") == "X"))
+        got = len(forward(cut))
+        assert got == keep_n, ids
+        v = claims.many_kernels(cut)
+        assert v.holds == (got >= 10)
+        assert f"{got} GPU events per forward" in v.evidence
+    for stage in ("sdpa_math", "sdpa_flash"):
+        v = claims.many_kernels(profiles[stage])
+        assert v.holds == (len(forward(profiles[stage])) >= 10)
+
+
+def test_math_fp32_gemms_both_sides(profiles):
+    for stage in ("sdpa_math", "naive"):
+        names = [e["name"] for e in gemms(profiles[stage])]
+        assert names
+        # cuBLAS's names spell the types: f32f32_f32f32_f32 (A, B, C, accumulate, out), then the unit
+        expected = all("f32f32_f32f32_f32" in n and "_ffma_" in n for n in names)
+        assert claims.math_fp32_gemms(profiles[stage]).holds == expected
+    assert claims.math_fp32_gemms(profiles["sdpa_math"]).holds != claims.math_fp32_gemms(profiles["naive"]).holds
+
+
+def mask_rebuilt_raw(prof) -> bool:
+    ops = set(ops_of(prof))
+    on_gpu = [e for e, holders in forward(prof) if e["cat"] == "kernel" and holders & {"aten::tril", "aten::triu"}]
+    return {"aten::ones", "aten::tril", "aten::where"} <= ops and bool(on_gpu)
+
+
+def test_mask_rebuilt_needs_both_lanes(profiles):
+    math = profiles["sdpa_math"]
+    _, (lo, hi), _ = raw_last_step_of(math.events)
+    tril_corr = {e["args"]["correlation"] for e, holders in forward(math) if "aten::tril" in holders}
+    assert tril_corr
+    no_gpu_mask = edited(math, keep=lambda e: not (e.get("cat") == "kernel"
+                                                    and e.get("args", {}).get("correlation") in tril_corr))
+    no_cpu_ones = edited(math, keep=lambda e: not (e.get("cat") == "cpu_op" and e.get("name") == "aten::ones"))
+    seen = set()
+    for prof in (math, no_gpu_mask, no_cpu_ones, profiles["sdpa_flash"]):
+        expected = mask_rebuilt_raw(prof)
+        v = claims.mask_rebuilt(prof)
+        assert v.holds == expected
+        seen.add(expected)
+    assert seen == {True, False}
+    assert "triu_tril_kernel" in claims.mask_rebuilt(math).evidence
+    assert "no mask kernel" in claims.mask_rebuilt(no_gpu_mask).evidence
+
+
+def test_safe_softmax_both_sides(profiles):
+    for stage in ("sdpa_math", "naive"):
+        ops = set(ops_of(profiles[stage]))
+        v = claims.safe_softmax(profiles[stage])
+        assert v.holds == ("aten::_safe_softmax" in ops)
+        for child in ("aten::isneginf", "aten::all"):
+            assert (child in v.evidence) == (child in ops and "aten::_safe_softmax" in ops)
+    assert claims.safe_softmax(profiles["sdpa_math"]).holds != claims.safe_softmax(profiles["naive"]).holds
+
+
+def test_math_slower_than_naive_both_sides(profiles):
+    math, naive = profiles["sdpa_math"], profiles["naive"]
+    for a, b in ((math, naive), (naive, math)):
+        ratio = gpu_median(a) / gpu_median(b)
+        v = claims.math_slower_than_naive(a, b)
+        assert v.holds == (ratio > 1)
+        assert f"{ratio:.2f}×" in v.evidence
+
+
+# --- fused backends ----------------------------------------------------------------------------
+
+LIBRARY_BY_NAME = {"flash_fwd_kernel": "FlashAttention-2", "fmha_cutlassF": "CUTLASS (xformers mem-efficient)",
+                   "cudnn_generated_fort_native_sdpa": "cuDNN"}
+
+
+def library_raw(name: str) -> str | None:
+    return next((lib for key, lib in LIBRARY_BY_NAME.items() if key in name), None)
+
+
+@pytest.mark.parametrize("stage", ["sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "naive", "sdpa_math"])
+def test_single_kernel_both_sides(profiles, stage):
+    prof = profiles[stage]
+    kernels = [e for e, _ in forward(prof) if e["cat"] == "kernel"]
+    for library in set(LIBRARY_BY_NAME.values()):
+        expected = len(kernels) == 1 and library_raw(kernels[0]["name"]) == library
+        v = claims.single_kernel(prof, library)
+        assert v.holds == expected, library
+        assert v.evidence.startswith(f"{len(kernels)} kernel")
+        others = [e for e, _ in forward(prof) if e["cat"] != "kernel"]
+        assert (f" plus {len(others)} " in v.evidence) == bool(others)
+
+
+def test_no_transposes_both_sides(profiles):
+    count = lambda p: ops_of(p).count("aten::transpose")  # noqa: E731
+    cudnn, flash, eff = profiles["sdpa_cudnn"], profiles["sdpa_flash"], profiles["sdpa_efficient"]
+    for a, others in ((cudnn, [flash, eff]), (flash, [cudnn, eff]), (eff, [flash, cudnn])):
+        v = claims.no_transposes(a, others)
+        assert v.holds == (count(a) == 0 and all(count(p) > 0 for p in others))
+        assert f"{a.stage}: {count(a)}" in v.evidence
+    assert claims.no_transposes(cudnn, [flash, eff]).holds != claims.no_transposes(flash, [cudnn, eff]).holds
+
+
+def test_launched_by_ex_both_sides(profiles):
+    for stage in ("sdpa_cudnn", "sdpa_flash"):
+        paths = {e["launched_by"] for e, _ in forward(profiles[stage]) if e["cat"] == "kernel"}
+        v = claims.launched_by_ex(profiles[stage])
+        assert v.holds == any(p.startswith("cuLaunchKernelEx") for p in paths)
+        assert all(p in v.evidence for p in paths)
+    assert claims.launched_by_ex(profiles["sdpa_cudnn"]).holds != claims.launched_by_ex(profiles["sdpa_flash"]).holds
+
+
+def test_cudnn_cpu_heavier_both_sides(profiles):
+    cudnn, flash, eff = profiles["sdpa_cudnn"], profiles["sdpa_flash"], profiles["sdpa_efficient"]
+    seen = set()
+    for a, others in ((cudnn, [flash, eff]), (flash, [cudnn, eff]), (eff, [flash, cudnn])):
+        cpu = {p.stage: cpu_median(p) for p in (a, *others)}
+        expected = all(cpu[a.stage] > cpu[o.stage] for o in others)
+        v = claims.cudnn_cpu_heavier(a, others)
+        assert v.holds == expected
+        seen.add(expected)
+        for stage, us in cpu.items():
+            assert f"{stage} {us:.1f} µs" in v.evidence
+    assert seen == {True, False}
+
+
+def fastest_raw(named: dict) -> str:
+    times = {name: gpu_median(p) for name, p in named.items()}
+    return min(times, key=times.get)
+
+
+def test_fastest_backend_names_the_least_gpu_time(profiles):
+    named = {k: profiles[k] for k in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")}
+    fastest = fastest_raw(named)
+    v = claims.fastest_backend(named)
+    assert v.holds == (fastest == "sdpa_flash")
+    assert v.holds or f"{fastest} is the fastest" in v.difference
+    # the evidence lists the backends from the fastest up
+    order = sorted(named, key=lambda n: gpu_median(named[n]))
+    positions = [v.evidence.index(f"{n} ") for n in order]
+    assert positions == sorted(positions)
+    # the other side: flash's kernel 30% slower than the slowest of the others
+    slowest = max(gpu_median(named[n]) for n in named)
+    slow_flash = scaled_gpu(named["sdpa_flash"], 1.3 * slowest / gpu_median(named["sdpa_flash"]))
+    slowed = named | {"sdpa_flash": slow_flash}
+    other = claims.fastest_backend(slowed)
+    assert fastest_raw(slowed) != "sdpa_flash" and not other.holds
+    assert f"{fastest_raw(slowed)} is the fastest" in other.difference
+    # and flash made the fastest by far
+    fast_flash = scaled_gpu(named["sdpa_flash"], 0.5 * min(gpu_median(named[n]) for n in named) / gpu_median(named["sdpa_flash"]))
+    assert claims.fastest_backend(named | {"sdpa_flash": fast_flash}).holds
+
+
+def test_fastest_backend_with_sdpa_choosing(profiles):
+    named = {k: profiles[k] for k in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")}
+    auto = profiles["sdpa_auto"]
+    auto_kernels = {e["name"] for e, _ in forward(auto) if e["cat"] == "kernel"}
+    chosen = [n for n, p in named.items() if {e["name"] for e, _ in forward(p) if e["cat"] == "kernel"} == auto_kernels]
+    v = claims.fastest_backend(named, auto)
+    assert v.holds == (fastest_raw(named) == "sdpa_flash" and "sdpa_cudnn" not in chosen)
+    assert f"SDPA ran {', '.join(chosen) or 'another kernel'}" in v.evidence
+    # the other side: auto replaced by the cuDNN recording, SDPA "chose" cuDNN
+    picked = claims.fastest_backend(named, profiles["sdpa_cudnn"])
+    assert not picked.holds and "SDPA chooses sdpa_cudnn" in picked.difference
+
+
+def test_inplace_saves_memory_both_sides(profiles):
+    naive, inplace = profiles["naive"], profiles["inplace"]
+    recorded = {p.stage: raw_document(p.trace_path)["provenance"] for p in (naive, inplace)}
+    forward_bytes = lambda p: p.provenance.peak_memory_bytes - p.provenance.memory_before_bytes  # noqa: E731
+    for p in (naive, inplace):
+        assert forward_bytes(p) == recorded[p.stage]["peak_memory_bytes"] - recorded[p.stage]["memory_before_bytes"]
+    # one side may be missing from the recording: reach it by lowering in-place's peak by a MiB
+    lower = edited(inplace, provenance={"peak_memory_bytes": recorded["inplace"]["peak_memory_bytes"] - 2**20})
+    seen = set()
+    for a, b in ((inplace, naive), (naive, inplace), (naive, naive), (lower, naive), (naive, lower)):
+        saved = forward_bytes(b) - forward_bytes(a)
+        v = claims.inplace_saves_memory(a, b)
+        assert v.holds == (saved > 0)
+        seen.add(saved > 0)
+    assert seen == {True, False}
+    unrecorded = edited(inplace, provenance={"peak_memory_bytes": None})
+    assert claims.inplace_saves_memory(unrecorded, naive) is None
+    assert all(v is not None for v in claims.verdicts("inplace", {"inplace": inplace, "naive": naive}))
+    assert len(claims.verdicts("inplace", {"inplace": unrecorded, "naive": naive})) == 2
+
+
+# --- the HBM traffic model and the fully masked row ---------------------------------------------
+
+@pytest.mark.parametrize("stage", ["naive", "inplace", "sdpa_math", "sdpa_flash"])
+def test_hbm_traffic_counts_the_score_passes_of_the_raw_events(profiles, stage):
+    prof = profiles[stage]
+    shape = raw_document(prof.trace_path)["provenance"]["shape"]
+    b, h, s, d = shape["batch"], shape["heads"], shape["seq"], shape["head_dim"]
+    bf16 = 2
+    events = forward(prof)
+    at = [i for i, (e, holders) in enumerate(events) if e["cat"] == "kernel" and holders & {"aten::bmm", "aten::mm"}]
+    if len(at) >= 2:
+        between = [e for e, _ in events[at[0] + 1:at[-1]] if e["cat"] != "gpu_memset"]
+        passes = 2 * len(between) + 2
+        # the scores are fp32 where the first matmul is an fp32 gemm (cuBLAS's name spells its types)
+        element = 4 if "f32f32_f32f32_f32" in events[at[0]][0]["name"] else bf16
+    else:
+        passes, element = 0, bf16
+    qkvo = 4 * b * h * s * d * bf16
+    row = claims.hbm_traffic({stage: prof}).loc[stage]
+    assert row["score passes"] == passes
+    assert row["score bytes"] == passes * b * h * s * s * element
+    assert row["q, k, v, out bytes"] == qkvo
+    assert row["total MB"] == round((passes * b * h * s * s * element + qkvo) / 1e6, 1)
+
+
+def test_the_fully_masked_row_is_four_keys_all_masked():
+    import math
+    frame = claims.fully_masked_row()
+    assert list(frame.columns) == ["torch.softmax", "torch._safe_softmax"]
+    assert frame.index.name == "key" and list(frame.index) == [0, 1, 2, 3]
+    assert all(math.isnan(x) for x in frame["torch.softmax"]) and list(frame["torch._safe_softmax"]) == [0.0] * 4
