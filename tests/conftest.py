@@ -123,9 +123,10 @@ def raw_forward_ops(source: Path | list[dict]) -> list[str]:
 def raw_per_step(events: list[dict]) -> list[tuple[float, float]]:
     """Per profiler step, from the raw events: GPU time (the summed durations of the GPU events
     whose launch, tied by correlation id, lies in the step) and CPU time (the step's attn_fwd
-    annotation), in µs."""
+    annotation), in µs; in step order, so the last row is the step the tables show."""
     complete = [e for e in events if e.get("ph") == "X"]
-    steps = [e for e in complete if re.fullmatch(r"ProfilerStep#\d+", e.get("name", ""))]
+    steps = sorted((e for e in complete if re.fullmatch(r"ProfilerStep#\d+", e.get("name", ""))),
+                   key=lambda e: int(e["name"].split("#")[1]))
     rows = []
     for step in steps:
         lo, hi = step["ts"], step["ts"] + step["dur"]

@@ -11,7 +11,7 @@ import pytest
 from helpers import profile_stage
 from helpers.chapters import compiled, flex
 from helpers.chapters import hub_flash as hub
-from test_claims_raw import GPU_CATS, edited, forward, gpu_median, ops_of, scaled_gpu
+from test_claims_raw import GPU_CATS, edited, forward, gpu_last, ops_of, scaled_gpu
 
 STAGES = ["naive", "sdpa_math", "sdpa_flash", "sdpa_efficient", "hub_flash", "naive_compiled", "flex",
           "flex_sliding"]
@@ -97,11 +97,11 @@ def test_hub_gpu_time_within_ten_percent(profiles, factor):
     s = profiles["sdpa_flash"]
     # the hub kernel scaled to `factor` times sdpa_flash's GPU time
     h = profiles["hub_flash"]
-    h = scaled_gpu(h, factor * gpu_median(s) / gpu_median(h))
+    h = scaled_gpu(h, factor * gpu_last(s) / gpu_last(h))
     v = by_claim(hub.verdict_list(h, s), "the same kernel takes about the same GPU time")
-    assert v.holds == within_ten_percent(gpu_median(h), gpu_median(s))
+    assert v.holds == within_ten_percent(gpu_last(h), gpu_last(s))
     assert v.holds == (factor in (1.0, 1.05, 0.95))
-    assert f"({gpu_median(h) / gpu_median(s):.2f}×)" in v.evidence
+    assert f"({gpu_last(h) / gpu_last(s):.2f}×)" in v.evidence
 
 
 # --- naive_compiled against naive ------------------------------------------------------------------
@@ -168,9 +168,9 @@ def test_compiled_grid_is_one_block_per_row_both_sides(profiles):
 def test_compiled_faster_than_naive(profiles, factor):
     n = profiles["naive"]
     c = profiles["naive_compiled"]
-    c = scaled_gpu(c, factor * gpu_median(n) / gpu_median(c))
+    c = scaled_gpu(c, factor * gpu_last(n) / gpu_last(c))
     v = by_claim(compiled.verdict_list(c, n), "faster on the GPU")
-    assert v.holds == (gpu_median(c) < gpu_median(n)) == (factor < 1)
+    assert v.holds == (gpu_last(c) < gpu_last(n)) == (factor < 1)
 
 
 # --- flex against sdpa_flash, flex_sliding against flex ---------------------------------------------
@@ -217,20 +217,20 @@ def test_flex_grid_is_tiles_batch_heads_both_sides(profiles):
 @pytest.mark.parametrize("factor", [1.0, 1.08, 0.92, 1.15, 0.85])
 def test_flex_as_fast_as_flash(profiles, factor):
     a = profiles["sdpa_flash"]
-    f = scaled_gpu(profiles["flex"], factor * gpu_median(a) / gpu_median(profiles["flex"]))
+    f = scaled_gpu(profiles["flex"], factor * gpu_last(a) / gpu_last(profiles["flex"]))
     v = by_claim(flex.verdict_list(f, a), "as fast as flash")
-    assert v.holds == within_ten_percent(gpu_median(f), gpu_median(a)) == (abs(factor - 1) < 0.1)
+    assert v.holds == within_ten_percent(gpu_last(f), gpu_last(a)) == (abs(factor - 1) < 0.1)
 
 
 @pytest.mark.parametrize("factor", [1.0, 1.09, 1.2, 3.0])
 def test_flex_a_call_takes_as_long_as_its_kernel(profiles, factor):
     f = profiles["flex"]
-    bench = factor * gpu_median(f)
+    bench = factor * gpu_last(f)
     timed = edited(f, provenance={"do_bench_us": bench})
     v = by_claim(flex.verdict_list(timed, profiles["sdpa_flash"]), "a call takes as long as its kernel")
-    assert v.holds == within_ten_percent(bench, gpu_median(f)) == (factor < 1.1)
+    assert v.holds == within_ten_percent(bench, gpu_last(f)) == (factor < 1.1)
     if not v.holds:
-        assert f"the GPU waits {bench - gpu_median(f):.0f} µs per call" in v.difference
+        assert f"the GPU waits {bench - gpu_last(f):.0f} µs per call" in v.difference
 
 
 def test_sliding_same_template_and_launch_both_sides(profiles):
@@ -250,6 +250,6 @@ def test_sliding_cost_follows_the_blocks(profiles, factor):
     s, c = profiles["flex_sliding"], profiles["flex"]
     fewer_blocks = (flex.block_states(s.stage, s.shape)[0] > 0).sum() < (flex.block_states(c.stage, c.shape)[0] > 0).sum()
     assert fewer_blocks  # a sliding window visits fewer blocks than causal
-    timed = scaled_gpu(s, factor * gpu_median(c) / gpu_median(s))
+    timed = scaled_gpu(s, factor * gpu_last(c) / gpu_last(s))
     v = by_claim(flex.sliding_verdict_list(timed, c), "its cost follows the blocks")
-    assert v.holds == (gpu_median(timed) < gpu_median(c)) == (factor < 1)
+    assert v.holds == (gpu_last(timed) < gpu_last(c)) == (factor < 1)
