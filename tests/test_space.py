@@ -292,7 +292,10 @@ def test_a_notebook_runs_all_its_cells_on_the_server(server):
     assert len(run.cells) == code_cells("02_inplace.ipynb")
     assert re.search(expected_banner("inplace"), run.text)
     shown = {m for c in run.cells for m in c.mimetypes}
-    assert {"application/vnd.plotly.v1+json", "application/vnd.jupyter.widget-view+json"} <= shown
+    # the charts, and the guess-first question as the page's own HTML (no widget: helpers/views/guess.py)
+    assert {"application/vnd.plotly.v1+json", "text/html"} <= shown
+    assert "application/vnd.jupyter.widget-view+json" not in shown
+    assert "Guess first:" in run.text
 
 
 def run_all_cells(page, tries: int = 3) -> None:
