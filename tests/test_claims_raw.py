@@ -7,7 +7,6 @@ or by handing a verdict the traces of other stages; the expectation is read from
 events in the same way."""
 import copy
 import dataclasses
-import statistics
 
 import pytest
 
@@ -371,7 +370,6 @@ def test_hbm_traffic_counts_the_score_passes_of_the_raw_events(profiles, stage):
 
 
 def test_the_fully_masked_row_is_four_keys_all_masked():
-    import math
     frame = claims.fully_masked_row()
     assert list(frame.columns) == ["torch.softmax", "torch._safe_softmax"]
     assert frame.index.name == "key" and list(frame.index) == [0, 1, 2, 3]

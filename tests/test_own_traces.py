@@ -10,8 +10,6 @@ import gzip
 import json
 import math
 import re
-import shutil
-import statistics
 import threading
 import warnings
 from collections import defaultdict

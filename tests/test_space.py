@@ -27,9 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, cuda_available, raw_last_step
-from helpers.sources.replay import trace_path
-from helpers.core.stages import DEFAULT_SHAPE
+from conftest import ROOT, cuda_available
 
 sys.path.insert(0, str(ROOT / "space"))
 from run_on_server import run_notebook  # noqa: E402

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..core import config
 from ..core.config import MODES
@@ -64,27 +64,34 @@ def resolve_mode(mode: str = "auto") -> str:
     return decide(mode).mode
 
 
-def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
-                  quiet: bool = False) -> Profile:
-    """Profile `stage` live, or replay its recorded trace; print which, in one line.
-
-    In "auto" mode a stage this GPU can't run (flash on a T4, say) is replayed instead, with
-    the reason; in "live" mode it raises StageUnavailable."""
+def live_or_recorded(stage: str, mode: str, live: Callable[[], Profile], recorded: Callable[[], Profile],
+                     what: str = "trace", quiet: bool = False) -> Profile:
+    """The one way a stage's Profile is had: `live()` where `decide` says live, else `recorded()`.
+    In "auto" mode a stage this GPU can't run (flash on a T4, say) falls back to `recorded()`,
+    with the reason; in "live" mode it raises StageUnavailable. Prints the banner unless quiet."""
     get_stage(stage)
     if resolve_mode(mode) == "live":
-        from .capture import capture  # torch.profiler: only where it runs live
         try:
-            prof = capture(stage, shape)
+            prof = live()
         except StageUnavailable as err:
             if mode == "live":
                 raise
-            print(f"{err} Showing the recorded trace instead.")
-            prof = replay(stage, shape)
+            print(f"{err} Showing the recorded {what} instead.")
+            prof = recorded()
     else:
-        prof = replay(stage, shape)
+        prof = recorded()
     if not quiet:
         print(prof.banner())
     return prof
+
+
+def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
+                  quiet: bool = False) -> Profile:
+    """Profile `stage` live, or replay its recorded trace; print which, in one line."""
+    def live() -> Profile:
+        from .capture import capture  # torch.profiler: only where it runs live
+        return capture(stage, shape)
+    return live_or_recorded(stage, mode, live, lambda: replay(stage, shape), "trace", quiet)
 
 
 def profile_stages(stages, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict[str, Profile]:

@@ -11,11 +11,11 @@ import torch
 
 from ..core import backward as bw
 from ..core import config
-from ..core.errors import StageUnavailable, TraceError
+from ..core.errors import TraceError
 from ..core.profile import Profile
-from ..core.stages import DEFAULT_SHAPE, Shape, get_stage
+from ..core.stages import DEFAULT_SHAPE, Shape
 from . import ncu
-from .modes import resolve_mode
+from .modes import live_or_recorded, resolve_mode
 from .training import SNAPSHOT_SHAPE, TRAINING_STAGES, inplace_under_autograd, memory_snapshot
 
 RECORD_COMMAND = bw.RECORD_COMMAND
@@ -91,21 +91,10 @@ def training_counters(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> d
 def profile_training(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto", quiet: bool = False):
     """One profiled training step of `stage`: live on a GPU (capture(..., training=True)), else
     the recorded one; in "auto" mode a stage this GPU can't run is replayed, with the reason."""
-    get_stage(stage)
-    if resolve_mode(mode) == "live":
+    def live() -> Profile:
         from .capture import capture
-        try:
-            prof = capture(stage, shape, training=True)
-        except StageUnavailable as err:
-            if mode == "live":
-                raise
-            print(f"{err} Showing the recorded training step instead.")
-            prof = load_step(stage, shape)
-    else:
-        prof = load_step(stage, shape)
-    if not quiet:
-        print(prof.banner())
-    return prof
+        return capture(stage, shape, training=True)
+    return live_or_recorded(stage, mode, live, lambda: load_step(stage, shape), "training step", quiet)
 
 
 def profile_trainings(stages=TRAINING_STAGES, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict:
