@@ -122,7 +122,7 @@ def _bound() -> dict[str, dict]:
     import functools
 
     from .chapters import counters, flex, occupancy_lessons, roofline
-    from .sources import ceilings, modes, smem_cliff
+    from .sources import ceilings, modes, own_model, smem_cliff
 
     def capture(stage, shape):
         from .sources.capture import capture_cached
@@ -135,6 +135,7 @@ def _bound() -> dict[str, dict]:
                                                         recorded=ceilings.load),
                      "timings": functools.partial(roofline.timings, capture=capture)},
         "flex": {"gap_sweep": functools.partial(flex.gap_sweep, fetch=_quiet_profile)},
+        "own_model": {"profile": own_model.profile, "recording": own_model.recording},
         "occupancy_lessons": {"load_stages": functools.partial(modes.load_stages, occupancy_lessons.STAGES),
                               "smem_cliff_events": smem_cliff.fetch_smem_cliff},
     }
@@ -158,7 +159,7 @@ class _Namespace(types.ModuleType):
 def __getattr__(name: str):
     if name in MODULES:
         module = importlib.import_module(MODULES[name])
-        bound = _bound().get(name) if name in ("counters", "flex", "occupancy_lessons", "roofline") else None
+        bound = _bound().get(name) if name in ("counters", "flex", "occupancy_lessons", "own_model", "roofline") else None
         if bound:
             module = _Namespace(module, bound)
         globals()[name] = module

@@ -22,9 +22,6 @@ LAYERS = {"core": 0, "sources": 1, "views": 2, "occupancy": 3, "chapters": 4}
 TOP = 5  # helpers/__init__.py
 # the layers that take data and never fetch it
 NO_SOURCES = {"views", "occupancy", "chapters"}
-# issue 19, step 2: these still fetch their own data; each leaves this set when it stops (the
-# test below fails both ways: a module listed here that no longer fetches, one not listed that does)
-STILL_FETCHING = {"helpers.chapters.own_model"}
 
 
 def module_name(path: Path) -> str:
@@ -114,9 +111,6 @@ def test_no_view_imports_acquisition(module):
     # through helpers' top level
     if package_of(module) in NO_SOURCES:
         fetched = sorted(m for m in GRAPH[module] if package_of(m) == "sources")
-        if module in STILL_FETCHING:
-            assert fetched, f"{module} no longer imports helpers.sources: take it out of STILL_FETCHING"
-            return
         assert not fetched, f"{module} imports acquisition (helpers.sources): {fetched}"
 
 

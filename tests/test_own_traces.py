@@ -539,7 +539,8 @@ def test_the_chapters_guess_and_explorer_work_on_a_recorded_step(path, monkeypat
     assert judge(events, str(len(raw_last_step(path)[0])))["verdict"] == "right"
     assert judge(events, "0")["verdict"] == "wrong"
     drawn = []
-    monkeypatch.setattr(own_model, "display", lambda obj: drawn.append(obj))
+    import helpers.chapters.own_model as chapter  # the module behind helpers.own_model's namespace
+    monkeypatch.setattr(chapter, "display", lambda obj: drawn.append(obj))
     explorer = own_model.timeline_explorer(prof)
     slider = explorer.children[1]
     slider.value = (0.0, slider.max / 10)

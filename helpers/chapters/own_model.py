@@ -2,14 +2,15 @@
 
 The guess is about a whole step, not a list of kernels: how many GPU events it launches, and
 whether the CPU or the GPU bounds it. The look is computed from the trace (`breakdown`).
+Acquisition (`helpers.own_model.profile`, `.recording`) is bound by helpers' top level from
+helpers/sources/own_model.py: this module never imports sources.
 """
 from __future__ import annotations
 
 import pandas as pd
 from IPython.display import Markdown, display
 
-from ..sources.own_model import (EXPERIMENTS, available, get_experiment, make_step,  # noqa: F401 - the chapter's API
-                                   profile_experiment, recording)
+from ..core.experiments import get_experiment
 from ..core.profile import Profile
 from ..views import breakdown
 from ..views.guess import Question, Questions, choice_key, kernel_table_id, number_key
@@ -76,17 +77,6 @@ def glue_step(prof: Profile, prefix: str) -> dict:
     for key, value in values.items():
         glue(f"{prefix}_{key}", value)
     return values
-
-
-def profile(name: str, mode: str = "auto") -> Profile | None:
-    """The experiment's Profile (live or replayed, with its banner); None, with the reason, where
-    it has none here (the Hugging Face model, without transformers and without a recording)."""
-    if not available(name):
-        e = get_experiment(name)
-        print(f"{e.title} ({name}): no recording here, and it cannot run live"
-              + (f" ({e.needs} is not installed)." if e.needs else " (no CUDA GPU)."))
-        return None
-    return profile_experiment(name, mode)
 
 
 def overview(prof: Profile | None) -> None:

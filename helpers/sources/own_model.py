@@ -11,8 +11,6 @@ same Profile either way. tools/record_own_model.py records them from these defin
 from __future__ import annotations
 
 import importlib.util
-import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -21,27 +19,8 @@ from ..core.errors import StageUnavailable, TraceError
 from .modes import cuda_available, resolve_mode
 from ..core.profile import Profile
 from ..core import config
-
-D_MODEL, HEADS, FF = 512, 8, 2048
-LAYER = (f"torch.nn.TransformerEncoderLayer({D_MODEL}, {HEADS}, {FF}, batch_first=True, "
-         f"device='cuda', dtype=torch.bfloat16)")
-
-
-@dataclass(frozen=True)
-class Experiment:
-    name: str             # the record_function annotation, and the recording's file name
-    title: str
-    code: str             # what one step runs, as the reader reads it
-    what_changed: str     # against the experiment it is compared with
-    batch: int
-    seq: int
-    train: bool
-    fast_path: bool = True
-    needs: str | None = None      # an optional package the live run needs ("transformers")
-    guess_events: int = 0         # the guess from reading the code: GPU events per step...
-    guess_bound: str = "GPU"      # ...and what bounds the step, "CPU" or "GPU"
-    guess_reason: str = ""
-
+# the experiments themselves are facts, in core; tools/record_own_model.py reads them from here too
+from ..core.experiments import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, get_experiment  # noqa: F401
 
 def _encoder_step(batch: int, seq: int, train: bool, fast_path: bool) -> Callable[[], None]:
     import torch
@@ -84,50 +63,6 @@ def _gpt2_step(batch: int, seq: int) -> Callable[[], None]:
     return forward
 
 
-EXPERIMENTS = {e.name: e for e in [
-    Experiment("encoder_forward", "A forward pass",
-               f"layer = {LAYER}.eval()\nx = torch.randn(32, 256, {D_MODEL}, device='cuda', dtype=torch.bfloat16)\n"
-               "with torch.no_grad():\n    layer(x)",
-               "the base: eval, no_grad, so torch takes its fused fast path", 32, 256, False,
-               guess_events=10, guess_bound="GPU",
-               guess_reason="one kernel per line of the layer's forward: the attention's input projection, "
-                            "attention, output projection, residual add, layer norm, the two linears and "
-                            "the activation between them, a second residual add and layer norm; 8,192 "
-                            "tokens of 512 features keep the GPU busy"),
-    Experiment("encoder_forward_slow", "The same forward, fast path off",
-               "torch.backends.mha.set_fastpath_enabled(False)  # the one line changed\n"
-               "with torch.no_grad():\n    layer(x)",
-               "torch.backends.mha.set_fastpath_enabled(False): the layer runs its Python forward, op by op",
-               32, 256, False, fast_path=False, guess_events=10, guess_bound="GPU",
-               guess_reason="the same math, so the same kernels; a fused path saves CPU time, not GPU work"),
-    Experiment("encoder_train_step", "A training step",
-               f"layer = {LAYER}.train()\nopt = torch.optim.AdamW(layer.parameters(), lr=1e-4)\n"
-               f"x = torch.randn(4, 128, {D_MODEL}, device='cuda', dtype=torch.bfloat16)\n"
-               "loss = layer(x).float().pow(2).mean()\nloss.backward()\nopt.step()\nopt.zero_grad(set_to_none=True)",
-               "training: forward, backward and an AdamW step, at a small batch (4 × 128 tokens)",
-               4, 128, True, guess_events=40, guess_bound="GPU",
-               guess_reason="backward costs about twice the forward, so three times the forward's kernels, "
-                            "plus the loss and a few for the optimizer; a GPU does training, so it is the "
-                            "bottleneck"),
-    Experiment("encoder_train_step_big", "The same training step, a bigger batch",
-               f"x = torch.randn(64, 512, {D_MODEL}, device='cuda', dtype=torch.bfloat16)  # the one line changed",
-               "64 × 512 tokens instead of 4 × 128: 64 times the work per kernel, the same kernels",
-               64, 512, True, guess_events=40, guess_bound="GPU",
-               guess_reason="the same code launches the same kernels; each has 64 times the work"),
-    Experiment("hf_gpt2_forward", "Hugging Face's GPT-2, a forward pass",
-               "from transformers import GPT2Config, GPT2Model\n"
-               "model = GPT2Model(GPT2Config()).to('cuda', torch.bfloat16).eval()  # random init, nothing downloaded\n"
-               "ids = torch.randint(0, 50257, (8, 256), device='cuda')\nwith torch.no_grad():\n    model(input_ids=ids)",
-               "a model from another library: 12 GPT-2 blocks, 8 × 256 tokens", 8, 256, False,
-               needs="transformers", guess_events=120, guess_bound="GPU",
-               guess_reason="twelve blocks of about ten kernels each"),
-]}
-
-
-def get_experiment(name: str) -> Experiment:
-    if name not in EXPERIMENTS:
-        raise ValueError(f"Unknown experiment {name!r}; the chapter's are: {', '.join(EXPERIMENTS)}")
-    return EXPERIMENTS[name]
 
 
 def make_step(name: str) -> Callable[[], None]:
@@ -178,3 +113,14 @@ def available(name: str) -> bool:
     if recording(name).exists():
         return True
     return cuda_available() and (e.needs is None or importlib.util.find_spec(e.needs) is not None)
+
+
+def profile(name: str, mode: str = "auto") -> Profile | None:
+    """The experiment's Profile (live or replayed, with its banner); None, with the reason, where
+    it has none here (the Hugging Face model, without transformers and without a recording)."""
+    if not available(name):
+        e = get_experiment(name)
+        print(f"{e.title} ({name}): no recording here, and it cannot run live"
+              + (f" ({e.needs} is not installed)." if e.needs else " (no CUDA GPU)."))
+        return None
+    return profile_experiment(name, mode)
