@@ -637,9 +637,10 @@ READING_JS = """() => {
   // a closed fold's content keeps its boxes in Chromium (content-visibility): checkVisibility
   const shown = (el) => (el.checkVisibility ? el.checkVisibility() : el.getClientRects().length > 0);
   // prose: the text a reader reads without opening anything: not code, tables, charts, the
-  // outputs' printed text, nor what sits in a closed fold
+  // outputs' printed text, a guess-first question's form (its label, hints and reveal: the
+  // interface, not the chapter's prose), nor what sits in a closed fold
   const skip = 'table, pre, code, .cell_input, .js-plotly-plot, svg, .output.stream, .output.text_plain, ' +
-               'nav, .headerlink, .ap-sm, .widget-subarea, .jupyter-widgets, script, style';
+               'nav, .headerlink, .ap-sm, .widget-subarea, .jupyter-widgets, [data-apq], script, style';
   let words = 0;
   const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {

@@ -89,6 +89,11 @@ def number(text: str) -> float | None:
 # a glued figure of one stage's forward, and the columns that show the same figure in a table
 SAME = {"gpu_us": ("GPU µs", "profiler GPU µs"), "cpu_us": ("CPU µs (profiled)", "CPU µs", "attn_fwd µs"),
         "do_bench_us": ("do_bench µs",), "gpu_events": ("GPU events",)}
+# chapter 11 glues a training step's figures as tr_<stage>_<suffix>, beside its phase and held tables
+TRAINING_SAME = {"fwd_kernels": ("forward kernels",), "bwd_kernels": ("backward kernels",),
+                 "bwd_over_fwd": ("backward / forward",), "bwd_driver": ("backward driver launches",),
+                 "held_mib": ("held MiB",)}
+GLUE_KEYS = {"11_training": ("tr_", TRAINING_SAME)}
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -97,12 +102,13 @@ def test_a_glued_figure_is_the_figure_its_tables_show(name):
     checked = 0
     for rows in tables(markup):
         for row in rows:
-            stage = row.get("", "")
+            stage = row.get("") or row.get("stage", "")  # the row's header, or a stage column
             # a row of a sweep at another seq is another forward: it names its shape
             if row.get("__group") not in (None, str(DEFAULT_SHAPE.seq)):
                 continue
-            for suffix, columns in SAME.items():
-                value = number(glue.get(f"{stage}_{suffix}", ""))
+            prefix, same = GLUE_KEYS.get(name, ("", SAME))
+            for suffix, columns in same.items():
+                value = number(glue.get(f"{prefix}{stage}_{suffix}", ""))
                 if value is None:
                     continue
                 for column in columns:

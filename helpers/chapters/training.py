@@ -333,7 +333,7 @@ def glue_training(profiles: Mapping[str, Profile], memory: dict) -> dict:
         values[f"tr_{stage}_bwd_over_fwd"] = r["backward / forward"]
     held = held_table(profiles).set_index("stage")
     for stage, r in held.iterrows():
-        values[f"tr_{stage}_held_mib"] = f"{r['held MiB']:,.0f}"
+        values[f"tr_{stage}_held_mib"] = f"{r['held MiB']:,.1f}"  # as the held table shows it
     if len(held):
         values["tr_score_mib"] = f"{held['one S×S bf16 MiB'].iloc[0]:,.0f}"
         values["tr_lse_mib"] = f"{held['logsumexp fp32 MiB'].iloc[0]:,.2f}"
