@@ -1,5 +1,4 @@
 """Tables, guesses and claims, against the raw trace events of the replay set."""
-import re
 
 import pytest
 
@@ -7,7 +6,7 @@ import helpers
 from helpers import get_stage, profile_stage, tables, claims
 from helpers.core.names import decode
 from helpers.views import guess
-from conftest import TRACES, raw_document, raw_last_step
+from conftest import TRACES, raw_document, raw_last_step, raw_per_step
 
 STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "hub_flash", "sdpa_cudnn", "sdpa_auto",
           "naive_compiled", "flex", "flex_sliding"]
@@ -148,32 +147,13 @@ def test_timer_agreement_ratio(profiles):
         assert table.loc[stage, "do_bench / profiler"] == pytest.approx(s["do_bench_us"] / s["gpu_time_us"], abs=1e-3)
 
 
-def raw_per_step(prof):
-    """Per profiler step, from the raw JSON: GPU time (the events whose launch, tied by
-    correlation id, lies in the step) and CPU time (the step's attn_fwd annotation), in µs."""
-    events = raw_document(prof.trace_path)["traceEvents"]
-    complete = [e for e in events if e.get("ph") == "X"]
-    steps = [e for e in complete if re.fullmatch(r"ProfilerStep#\d+", e.get("name", ""))]
-    rows = []
-    for step in steps:
-        lo, hi = step["ts"], step["ts"] + step["dur"]
-        calls = {e["args"]["correlation"] for e in complete if e.get("cat") in ("cuda_runtime", "cuda_driver")
-                 and lo <= e["ts"] <= hi and "correlation" in e.get("args", {})}
-        gpu = sum(e["dur"] for e in complete if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-                  and e["args"].get("correlation") in calls)
-        cpu = sum(e["dur"] for e in complete if e.get("name") == "attn_fwd" and e.get("cat") == "user_annotation"
-                  and lo <= e["ts"] <= hi)
-        rows.append((gpu, cpu))
-    return rows
-
-
-def raw_median(prof, which: int) -> float:
-    """The figure of the forward the pages show: the last profiled step (steps in time order)."""
-    return raw_per_step(prof)[-1][which]
+def raw_last(prof, which: int) -> float:
+    """The figure of the forward the pages show: the last profiled step, from the raw events."""
+    return raw_per_step(raw_document(prof.trace_path)["traceEvents"])[-1][which]
 
 
 def test_math_against_naive_is_judged_from_the_gpu_time_of_the_raw_events(profiles):
-    ratio = raw_median(profiles["sdpa_math"], 0) / raw_median(profiles["naive"], 0)
+    ratio = raw_last(profiles["sdpa_math"], 0) / raw_last(profiles["naive"], 0)
     verdict = claims.math_slower_than_naive(profiles["sdpa_math"], profiles["naive"])
     assert verdict.holds == (ratio > 1)
     assert f"{ratio:.2f}×" in verdict.evidence
@@ -181,7 +161,7 @@ def test_math_against_naive_is_judged_from_the_gpu_time_of_the_raw_events(profil
 
 
 def test_cudnn_cpu_time_is_judged_from_the_attn_fwd_annotations(profiles):
-    cpu = {s: raw_median(profiles[s], 1) for s in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient")}
+    cpu = {s: raw_last(profiles[s], 1) for s in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient")}
     verdict = claims.cudnn_cpu_heavier(profiles["sdpa_cudnn"], [profiles["sdpa_flash"], profiles["sdpa_efficient"]])
     assert verdict.holds == (cpu["sdpa_cudnn"] > max(cpu["sdpa_flash"], cpu["sdpa_efficient"]))
     for stage, us in cpu.items():
