@@ -1,4 +1,5 @@
-"""One truth per page (issue 21), read from the built book (`_build/html`, or ATTN_PROFILED_BOOK_HTML):
+"""One truth per page (issue 21), read from the built book (conftest's one build per run, or the
+`_build/html` that ATTN_PROFILED_BOOK_HTML names):
 
 - a number glued into the prose that a table on the same page also shows is the same number there
   (the figures of one forward: GPU and CPU time, do_bench, GPU events, per stage);
@@ -7,23 +8,28 @@
 - every page that replays says, in one line, what it replays and the GPU it was recorded on.
 
 The glued values and the tables are both read from the pages' HTML (a glue role's value is matched
-to its name by order). Skipped where the book has not been built.
+to its name by order).
 """
 from __future__ import annotations
 
 import html as htmllib
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import BOOK_GROUP, ROOT
 from helpers import DEFAULT_SHAPE
 
-BUILD = Path(os.environ.get("ATTN_PROFILED_BOOK_HTML", ROOT / "_build" / "html")).resolve()
-pytestmark = pytest.mark.skipif(not (BUILD / "index.html").exists(), reason="the book is not built")
+BUILD = Path()  # the built book's html folder, set from the run's one build below
+pytestmark = BOOK_GROUP
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _built(book_build):
+    global BUILD
+    BUILD = book_build / "html"
 
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
 
