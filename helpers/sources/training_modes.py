@@ -15,7 +15,7 @@ from ..core.errors import TraceError
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, Shape
 from . import ncu
-from .modes import live_or_recorded, resolve_mode
+from .modes import live_or_recorded, resolve_mode, stages_banner
 from .training import SNAPSHOT_SHAPE, TRAINING_STAGES, inplace_under_autograd, memory_snapshot
 
 RECORD_COMMAND = bw.RECORD_COMMAND
@@ -98,7 +98,11 @@ def profile_training(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto
 
 
 def profile_trainings(stages=TRAINING_STAGES, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict:
-    return {s: profile_training(s, shape, mode) for s in stages}
+    """One training step per stage; one line says what was replayed or profiled, where and when
+    (as profile_stages does for the forwards)."""
+    profiles = {s: profile_training(s, shape, mode, quiet=True) for s in stages}
+    print(stages_banner(profiles).replace("Replaying ", "Replaying the training steps of ", 1))
+    return profiles
 
 
 def memory_recording(gpu: str | None = None) -> dict:
