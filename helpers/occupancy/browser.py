@@ -23,7 +23,6 @@ such links, and ``kernel_links()`` one per kernel of a set of traces (chapter 07
 from __future__ import annotations
 
 import html
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
@@ -32,7 +31,7 @@ from urllib.parse import urlencode
 import pandas as pd
 from matplotlib.colors import to_hex
 
-from ..views.render import breakable
+from ..views.render import breakable, script_json as _script_json
 from ..core.profile import Profile
 from . import calculator as calc
 from . import gpus
@@ -156,11 +155,6 @@ def calculator_data(presets: pd.DataFrame | None = None, gpu: str | None = None,
 def _asset(name: str) -> str:
     return (HERE / name).read_text()
 
-
-def _script_json(value) -> str:
-    """JSON that can sit inside <script>: no "</script>", no "<!--" (kernel names have "<")."""
-    return (json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 class Calculator:

@@ -407,22 +407,32 @@ def live_metrics(exe: str, cache: Path | None = None) -> list[str]:
     return _METRICS[exe]
 
 
+def _ready() -> str:
+    """ncu's path, or CountersUnavailable with the reason it can't run here."""
+    reason = unavailable_reason()
+    if reason:
+        raise CountersUnavailable(reason)
+    return find_ncu()
+
+
+def _raise_if_withheld(err: RuntimeError) -> None:
+    """ncu's failure as the reader's reason where the GPU withholds its counters."""
+    if PERMISSION_ERROR in str(err):
+        raise CountersUnavailable(
+            f"the GPU does not give this user its performance counters ({PERMISSION_ERROR}: "
+            f"see https://developer.nvidia.com/{PERMISSION_ERROR})") from err
+
+
 def measure(call: str, name: str, out_dir: Path) -> pd.DataFrame:
     """Run `call` under ncu now and return its kernels, as `kernels()` gives them.
 
     Raises CountersUnavailable when ncu is missing or the GPU does not permit counters, and
     RuntimeError with ncu's words for any other failure."""
-    reason = unavailable_reason()
-    if reason:
-        raise CountersUnavailable(reason)
-    exe = find_ncu()
+    exe = _ready()
     try:
         report, table = record(call, name, Path(out_dir), live_metrics(exe), exe)
     except RuntimeError as err:
-        if PERMISSION_ERROR in str(err):
-            raise CountersUnavailable(
-                f"the GPU does not give this user its performance counters ({PERMISSION_ERROR}: "
-                f"see https://developer.nvidia.com/{PERMISSION_ERROR})") from err
+        _raise_if_withheld(err)
         raise
     result = kernels(read_csv(table))
     result.attrs |= {"csv": table, "report": report, "name": name}
@@ -433,17 +443,11 @@ def measure_jobs(jobs: list[dict], out_dir: Path, on_done=None) -> dict[str, pd.
     """Every job of a page under ONE ncu process, now; name -> its kernels, as `kernels()` gives
     them. Raises CountersUnavailable when ncu is missing or the GPU does not permit counters, and
     RuntimeError with ncu's words for any other failure."""
-    reason = unavailable_reason()
-    if reason:
-        raise CountersUnavailable(reason)
-    exe = find_ncu()
+    exe = _ready()
     try:
         report, tables = record_jobs(jobs, Path(out_dir), live_metrics(exe, Path(out_dir)), exe, on_done)
     except RuntimeError as err:
-        if PERMISSION_ERROR in str(err):
-            raise CountersUnavailable(
-                f"the GPU does not give this user its performance counters ({PERMISSION_ERROR}: "
-                f"see https://developer.nvidia.com/{PERMISSION_ERROR})") from err
+        _raise_if_withheld(err)
         raise
     out = {}
     for name, table in tables.items():

@@ -23,7 +23,6 @@ rows the ids ``kernel_row_id`` makes) or an output wrapped by ``anchored(obj, id
 from __future__ import annotations
 
 import html
-import json
 import math
 import re
 from functools import lru_cache
@@ -32,7 +31,7 @@ from typing import Any, Sequence
 
 from ..core.names import KINDS
 from ..core.profile import Profile
-from .render import short_name
+from .render import script_json as _script_json, short_name
 
 HERE = Path(__file__).resolve().parent / "js"
 SCRIPT = "guess.js"
@@ -261,11 +260,6 @@ def speed_key(prof: Profile, previous: Profile, qid: str | None = None,
 def _asset(name: str) -> str:
     return (HERE / name).read_text()
 
-
-def _script_json(value) -> str:
-    """JSON that can sit inside <script> (kernel names have "<" and "&")."""
-    return (json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 def _slug(text: str) -> str:

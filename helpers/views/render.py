@@ -20,6 +20,7 @@ notebook displays goes through here.
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 import sys
@@ -37,6 +38,12 @@ _CHAR_PX, _CELL_PX, _WRAP_CHARS = 7, 14, 28
 # where a name may be cut, best first: between template or call arguments, then inside a word
 _SEPARATORS = (((", ", 1), ("<", 1), ("(", 1)), (("::", 0), ("_", 1), (" ", 0)))
 _CLOSE = {"<": ">", "(": ")", "[": "]", "{": "}"}
+
+
+def script_json(value) -> str:
+    """JSON that can sit inside <script>: no "</script>", no "<!--" (kernel names have "<" and "&")."""
+    return (json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 def short_name(name: str, budget: int = SHORT_NAME) -> str:
