@@ -126,7 +126,7 @@ def _bound() -> dict[str, dict]:
 
     def capture(stage, shape):
         from .sources.capture import capture_cached
-        return capture_cached(stage, shape, independent_timer=True)
+        return capture_cached(stage, shape)
     from .sources import counters as collecting
     return {
         "counters": {"collect": _collect_counters, "cache_dir": collecting.cache_dir,

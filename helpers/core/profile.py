@@ -89,6 +89,11 @@ class Profile:
         return self.provenance.mode
 
     @property
+    def reused(self) -> bool:
+        """A live measurement loaded from the session's cache (an earlier page profiled it)."""
+        return self.mode == "live" and self.trace_path is not None and self.provenance.source != "trace"
+
+    @property
     def profiler_steps(self) -> bool:
         """False when the trace has no ProfilerStep# rows and counts as one step, the whole trace."""
         return self._parsed.profiler_steps
@@ -112,7 +117,8 @@ class Profile:
             return f"Loaded {where} ({self.stage}): recorded on {self.provenance.description}."
         if self.mode == "replay":
             return f"Replaying {self.stage}: recorded on {self.provenance.description}."
-        return f"Profiled {self.stage} live on {self.provenance.description}."
+        reused = " (measured earlier this session and reused; fresh=True profiles again)" if self.reused else ""
+        return f"Profiled {self.stage} live on {self.provenance.description}{reused}."
 
     # --- tables -------------------------------------------------------------------------------
     @cached_property

@@ -151,7 +151,7 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
         fields["extra"] = {"generated_code": generated_code}
     if training:
         fields["extra"] = fields.get("extra", {}) | {"training": held_for_backward(stage, inputs)}
-    if independent_timer or not saw_gpu:
+    if not saw_gpu:   # shown only in place of the kernels' time CUPTI did not record
         fields["cuda_event_time_us"] = cuda_event_time_us(forward)
     if independent_timer:
         fields["do_bench_us"] = do_bench_us(forward)
@@ -160,17 +160,25 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
     return Profile(events, Provenance(**fields))
 
 
-def capture_cached(stage: str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = True) -> Profile:
-    """`capture`, kept in the session's cache (config.cache_dir) so that a later page (or run) on
-    the same GPU and torch reuses the forward it already timed instead of profiling it again."""
+def _device_key() -> tuple[str, str]:
+    """The GPU and torch a cached measurement belongs to (config.cache_dir's two keys)."""
+    return torch.cuda.get_device_name(), torch.__version__
+
+
+def capture_cached(stage: str, shape: Shape = DEFAULT_SHAPE, *, fresh: bool = False) -> Profile:
+    """`capture`, kept in the session's cache (config.cache_dir, one per GPU and torch) so that
+    every page of a session shows the same measurement of a stage, and a later page reuses the
+    forward an earlier one profiled instead of profiling it again (08 and 09 then profile
+    nothing). The first capture of a torch.compile stage pays its compilation, as a reader's
+    first call does, so the first-call time it records is the same whichever page came first.
+    `fresh` profiles again and replaces the cached measurement."""
     from ..core import config
-    folder = config.cache_dir(torch.cuda.get_device_name(), torch.__version__) / "profiles"
-    path = folder / f"{stage}__{shape.key}{'__timed' if independent_timer else ''}.json.gz"
-    if path.exists():
+    path = config.cache_dir(*_device_key()) / "profiles" / f"{stage}__{shape.key}.json.gz"
+    if path.exists() and not fresh:
         try:
             return Profile.load(path, mode="live")
         except TraceError:
             pass   # a broken cache entry is captured again
-    prof = capture(stage, shape, independent_timer=independent_timer)
+    prof = capture(stage, shape)
     prof.save(path)
     return prof

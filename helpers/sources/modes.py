@@ -86,18 +86,22 @@ def live_or_recorded(stage: str, mode: str, live: Callable[[], Profile], recorde
 
 
 def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
-                  quiet: bool = False) -> Profile:
-    """Profile `stage` live, or replay its recorded trace; print which, in one line."""
+                  quiet: bool = False, fresh: bool = False) -> Profile:
+    """Profile `stage` live, or replay its recorded trace; print which, in one line.
+    Live, a stage is profiled once a session and every page reuses that measurement (so two
+    pages show the same numbers); `fresh=True` profiles it again."""
     def live() -> Profile:
-        from .capture import capture  # torch.profiler: only where it runs live
-        return capture(stage, shape)
+        from .capture import capture_cached  # torch.profiler: only where it runs live
+        return capture_cached(stage, shape, fresh=fresh)
     return live_or_recorded(stage, mode, live, lambda: replay(stage, shape), "trace", quiet)
 
 
-def profile_stages(stages, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict[str, Profile]:
+def profile_stages(stages, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
+                   fresh: bool = False) -> dict[str, Profile]:
     """Several stages at one shape, by name; one line says what was replayed or profiled, where
-    and when (one line per recording machine, where they differ)."""
-    profiles = {name: profile_stage(name, shape, mode, quiet=True) for name in stages}
+    and when (one line per recording machine, where they differ). Live, each stage's measurement
+    of this session is reused unless `fresh`."""
+    profiles = {name: profile_stage(name, shape, mode, quiet=True, fresh=fresh) for name in stages}
     print(stages_banner(profiles))
     return profiles
 
@@ -113,6 +117,10 @@ def stages_banner(profiles: dict[str, Profile]) -> str:
         listed = ", ".join(names)
         lines.append(f"Replaying {listed}: recorded on {where}." if how == "replay"
                      else f"Profiled {listed} live on {where}.")
+    reused = [name for name, prof in profiles.items() if prof.reused]
+    if reused:
+        lines.append(f"{', '.join(reused)}: measured earlier this session and reused, as every page "
+                     f"shows one measurement of a stage (fresh=True profiles again).")
     return "\n".join(lines)
 
 
