@@ -19,7 +19,7 @@ from ..core import ncu_tables as ncu
 from ..core.counters import Counters, calibrations as _calibrations  # noqa: F401  (Counters: the chapter's type)
 from ..core.profile import Profile
 from ..core import config
-from ..core.stages import DEFAULT_SHAPE, Shape, get_stage
+from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, Shape, get_stage
 from .claims import hbm_traffic
 from ..views.prose import glue
 
@@ -105,7 +105,7 @@ def glue_calibration(c: Counters) -> dict:
               "ffma_factor": f"{factors[FFMA]:.3g}" if FFMA in factors else "—"}
     w = work(c)
     ratios = w["measured / model"]
-    for stage in ("naive", "sdpa_math", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient"):
+    for stage in ("naive", *PINNED_BACKENDS):
         key = get_stage(stage).short
         if stage in ratios:
             values[f"{key}_ratio"] = f"{ratios[stage]:.3f}"

@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 from ..core import inductor
 from ..core.names import decode
 from ..core.profile import Profile
-from ..core.stages import DEFAULT_SHAPE, SLIDING_WINDOW, Shape, get_stage
+from ..core.stages import DEFAULT_SHAPE, SLIDING_WINDOW, STAGES, Shape, get_stage
 from ..views.charts import KIND_COLORS, MUTED, _title
 from .compiled import cpu_layers, generated_code
 from ..core.bound import GPU, LINE, of_call
@@ -33,8 +33,8 @@ BLOCK_STATES = {0: "skipped", 1: "partial: mask_mod applied", 2: "full: no mask_
 BLOCK_COLORS = {0: "rgba(138,143,152,0.12)", 1: KIND_COLORS["softmax"], 2: KIND_COLORS["attention"]}
 # many entries: under the plot, where wrapping onto more lines (a phone) overlaps nothing
 BOTTOM_LEGEND = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
-STAGE_COLORS = {"sdpa_flash": KIND_COLORS["gemm"], "flex": KIND_COLORS["attention"],
-                "flex_sliding": KIND_COLORS["softmax"]}
+# each stage in its one colour of the book (the registry's), as on the roofline and in chapter 11
+STAGE_COLORS = {name: stage.colour for name, stage in STAGES.items()}
 
 
 def template_kernel(prof: Profile) -> pd.Series:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..views.prose import glue
 from ..core.profile import Profile
-from ..core.stages import ARTICLE_STAGES
+from ..core.stages import ARTICLE_STAGES, PINNED_BACKENDS
 from ..occupancy.calculator import UNLIMITED, Occupancy, kineto_estimated_occupancy_pct, occupancy
 from ..occupancy.charts import limiter_label, spec_of
 from ..occupancy.drawing import draw_result
@@ -273,9 +273,7 @@ def glue_granularity(gpu, registers: int = 40, threads: int = 128) -> dict:
 
 LOW_OPTIONS = ["naive (high occupancy)", "sdpa_flash (low occupancy)"]
 
-def low_occupancy(profiles: dict[str, Profile], stages=("naive", "sdpa_math", "sdpa_efficient",
-                                                         "sdpa_flash", "sdpa_cudnn", "flex")
-                  ) -> pd.DataFrame:
+def low_occupancy(profiles: dict[str, Profile], stages=("naive", *PINNED_BACKENDS, "flex")) -> pd.DataFrame:
     """Per stage: GPU time of one forward, attention TFLOP/s, and the theoretical occupancy,
     register-file and shared-memory use of its longest kernel."""
     rows = []

@@ -18,7 +18,7 @@ from IPython.display import HTML
 from ..core.bound import LINE, of_call
 from ..core import backward as bw
 from ..core.profile import Profile
-from ..core.stages import DEFAULT_SHAPE, Shape
+from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, Shape
 from ..core.stages import STAGES as STAGES_REGISTRY
 from ..core.training_stages import TRAINING_STAGES, backward_flops, recompute_free_backward_flops
 from ..views.charts import KIND_COLORS, MUTED, _title
@@ -404,7 +404,7 @@ def glue_work(work: pd.DataFrame) -> dict:
     """The roofline section's figures: each backward's FLOPs over its forward's, and over the model."""
     w = work.set_index("stage")
     values = {}
-    for stage in ("naive", "sdpa_math", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient"):
+    for stage in ("naive", *PINNED_BACKENDS):
         if stage in w.index:
             r = w.loc[stage]
             values[f"tr_{stage}_flops_ratio"] = r.get("backward / forward FLOPs")

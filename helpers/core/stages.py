@@ -361,6 +361,8 @@ register(Stage(
     lesson_claim='its cost follows the blocks it visits'))
 
 ARTICLE_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
+# the stages that pin one SDPA backend, in the registry's order (math, efficient, flash, cuDNN)
+PINNED_BACKENDS = tuple(name for name, stage in STAGES.items() if stage.sdpa_backend)
 
 
 def get_stage(name: str) -> Stage:
