@@ -1,5 +1,5 @@
 // The book's charts at any width (helpers/views/charts.py hands this to every figure it renders for
-// the static book as plotly's post_script; {plot_id} is the figure's div). Plotly neither wraps a
+// the static book and Colab as plotly's post_script; {plot_id} is the figure's div). Plotly neither wraps a
 // title nor keeps a legend clear of it: here the title wraps to the chart's width, and a legend
 // above the plot is placed under the title, each measured, with the top margin and the figure's
 // height grown by what they need, so the plot area keeps its size. Runs again when the chart's
@@ -40,8 +40,11 @@
     busy = true;
     var layout = gd.layout, full = gd._fullLayout || {};
     if (orig === null) {
+      // charts.fit_layout laid the figure out for a phone and kept the original in meta.fit
+      var kept = (layout.meta && layout.meta.fit) || null;
       var legend = layout.legend || {};
-      orig = {
+      orig = kept ? {title: kept.title || '', top: kept.top, height: kept.height,
+                     legendOnTop: !!kept.legendOnTop} : {
         title: (layout.title && layout.title.text) || '',
         top: (full.margin || {}).t || 80,
         height: full.height || 450,
