@@ -697,6 +697,7 @@ def test_reading_limits(visit, book, path, size):
     got = v.page.evaluate(READING_JS)
     name = path.removesuffix(".html").replace("/", "__")
     v.page.screenshot(path=str(book.parent / "screenshots" / f"{name}__reading__{size[0]}.png"), full_page=True)
+    print(f"reading limits: {path} at {size[0]} px: {got['words']} words, {got['rows']} rows")  # -s shows it
     assert got["words"] <= MAX_PROSE_WORDS, f"{got['words']} words of unfolded prose"
     assert got["rows"] <= MAX_TABLE_ROWS, f"{got['rows']} unfolded table rows"
     assert not got["charts"], "\n".join(got["charts"])
