@@ -12,7 +12,8 @@ glossary term in the page's prose is a link to its entry in the glossary. Read f
 - *holds* and *differs* are English verbs too: they are terms where the page writes them as the
   book's verdicts (emphasised, quoted or linked).
 
-A page links each term once, and never inside a heading.
+A page's prose links each term once (a reference table may link its cells too), and no heading
+holds a link.
 """
 from __future__ import annotations
 
@@ -131,11 +132,13 @@ def first_uses(page, terms: dict[str, str]) -> dict[str, tuple[str, str | None, 
     return found
 
 
-def glossary_links(page) -> list[tuple[str, str]]:
-    """(anchor, the link's enclosing tag names) of every link to the glossary in the article."""
+def glossary_links(page) -> list[tuple[str, list[str], bool]]:
+    """Every link to the glossary in the article: (its anchor, its enclosing tags' names, whether
+    it sits in prose). A reference table may link its own cells: it is not prose."""
     article = page.select_one("article.bd-article") or page.body
-    return [(glossary_anchor(a), [p.name for p in a.parents]) for a in article.find_all("a")
-            if glossary_anchor(a)]
+    skipped = {id(tag) for tag in article.select(NOT_PROSE)}
+    return [(glossary_anchor(a), [p.name for p in a.parents], not any(id(p) in skipped for p in a.parents))
+            for a in article.find_all("a") if glossary_anchor(a)]
 
 
 @pytest.fixture(scope="module")
@@ -154,10 +157,10 @@ def test_a_term_is_linked_to_the_glossary_at_its_first_use(name, terms):
 @pytest.mark.parametrize("name", PAGES)
 def test_a_page_links_a_term_once_and_never_in_a_heading(name, terms):
     links = glossary_links(soup(name))
-    anchors = [anchor for anchor, _ in links]
+    anchors = [anchor for anchor, _, prose in links if prose]
     twice = sorted({terms.get(a, a) for a in anchors if anchors.count(a) > 1})
-    assert not twice, f"{name} links these terms more than once: {twice}"
-    in_headings = [terms.get(a, a) for a, parents in links if {"h1", "h2", "h3", "h4", "h5", "h6"} & set(parents)]
+    assert not twice, f"{name} links these terms more than once in its prose: {twice}"
+    in_headings = [terms.get(a, a) for a, parents, _ in links if {"h1", "h2", "h3", "h4", "h5", "h6"} & set(parents)]
     assert not in_headings, f"{name} links terms inside headings: {in_headings}"
 
 
