@@ -57,8 +57,10 @@ def _only_used_templates(fig_dict: dict) -> dict:
 # phone needs, subplot titles left-aligned and wrapped to their subplot. chart_fit.js (the static
 # book, Colab) then re-fits from the original (kept in layout.meta.fit) to the width it measures.
 
-PHONE_PLOT_PX = 270        # a chart's plot area on a 390 px phone (the article less margins)
-TITLE_CHARS, SUBTITLE_CHARS = 34, 46   # a line of the title (15.6 px) / its <sup> subtitle
+# the narrowest chart it must fit: JupyterLab's output area on a 390 px screen (file browser
+# closed) is 274 px wide, the book's article there 358 px; a plot area 80 px narrower
+PHONE_PLOT_PX = 200
+TITLE_CHARS, SUBTITLE_CHARS = 28, 40   # a line of the title (18 px) / its smaller <sup> subtitle
 # measured in Chromium: a title's lines are 24 px apart (a <sup> line too), its first 22 px tall;
 # with title.pad.t 12 the title starts 4 px below the chart's top, but a title with a <sup> line
 # is drawn 13 px higher than plotly's anchor says (so its pad is 13 px more)
