@@ -653,6 +653,8 @@ CHARTS_JS = """() => {
       const ab = a.getBoundingClientRect();
       if (has(ab) && (ab.left < r.left - 1 || ab.right > r.right + 1))
         charts.push(`annotation past the chart's edge: ${a.textContent.slice(0, 50)} (${title})`);
+      if (has(ab) && has(lb) && ab.top < lb.bottom - 1 && ab.bottom > lb.top + 1 && ab.left < lb.right && ab.right > lb.left)
+        charts.push(`annotation over the legend: ${a.textContent.slice(0, 50)} (${title})`);
     });
   });
   return charts;

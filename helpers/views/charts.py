@@ -66,7 +66,7 @@ TITLE_CHARS, SUBTITLE_CHARS = 28, 40   # a line of the title (18 px) / its small
 # is drawn 13 px higher than plotly's anchor says (so its pad is 13 px more)
 TITLE_FIRST_PX, TITLE_LINE_PX, TITLE_TOP_PX, TITLE_PAD_PX, SUP_SHIFT_PX = 22, 24, 4, 12, 13
 LEGEND_ROW_PX, LEGEND_PAD_PX, LEGEND_CHAR_PX, LEGEND_ITEM_PX = 20, 10, 7.4, 46
-SUBPLOT_TITLE_SIZE, SUBPLOT_CHAR_PX = 13, 8
+SUBPLOT_TITLE_SIZE, SUBPLOT_CHAR_PX, SUBPLOT_RIGHT_PX = 13, 7.2, 20  # a title may run into the right margin
 
 
 def wrap_title(text: str, limit: int = TITLE_CHARS, sup_limit: int = SUBTITLE_CHARS) -> str:
@@ -119,7 +119,7 @@ def _subplot_titles(layout: dict) -> None:
         domain = next((d for d in domains if abs((d[0] + d[1]) / 2 - a["x"]) < 1e-6), None)
         if domain is None:
             continue
-        chars = max(12, int(PHONE_PLOT_PX * (domain[1] - domain[0]) / SUBPLOT_CHAR_PX))
+        chars = max(12, int((PHONE_PLOT_PX * (domain[1] - domain[0]) + SUBPLOT_RIGHT_PX) / SUBPLOT_CHAR_PX))
         a.update(x=domain[0], xanchor="left", align="left",
                  text="<br>".join(textwrap.wrap(a["text"], chars, break_long_words=False)),
                  font={**(a.get("font") or {}), "size": SUBPLOT_TITLE_SIZE})
