@@ -44,7 +44,7 @@
       var kept = (layout.meta && layout.meta.fit) || null;
       var legend = layout.legend || {};
       orig = kept ? {title: kept.title || '', top: kept.top, height: kept.height,
-                     legendOnTop: !!kept.legendOnTop} : {
+                     legendOnTop: !!kept.legendOnTop, gap: kept.gap} : {
         title: (layout.title && layout.title.text) || '',
         top: (full.margin || {}).t || 80,
         height: full.height || 450,
@@ -85,7 +85,8 @@
         // the legend's own height at this width, measured, then the legend moved under the title
         var l = gd.querySelector('.legend');
         var lh = l ? l.getBoundingClientRect().height : 0;
-        var m2 = titleBottom + lh + 10;
+        // the gap holds the top subplot's title, where there is one (charts.fit_layout measured it)
+        var m2 = titleBottom + lh + (orig.gap || 10);
         var height = orig.height + Math.max(0, m2 - orig.top);
         return Plotly.relayout(gd, {'margin.t': m2, 'height': height, 'legend.yref': 'container',
                                     'legend.y': 1 - titleBottom / height, 'legend.yanchor': 'top',

@@ -66,7 +66,9 @@ TITLE_CHARS, SUBTITLE_CHARS = 28, 40   # a line of the title (18 px) / its small
 # is drawn 13 px higher than plotly's anchor says (so its pad is 13 px more)
 TITLE_FIRST_PX, TITLE_LINE_PX, TITLE_TOP_PX, TITLE_PAD_PX, SUP_SHIFT_PX = 22, 24, 4, 12, 13
 LEGEND_ROW_PX, LEGEND_PAD_PX, LEGEND_CHAR_PX, LEGEND_ITEM_PX = 20, 10, 7.4, 46
+LEGEND_GAP_PX = 10  # between the legend and the plot (or the top subplot's title)
 SUBPLOT_TITLE_SIZE, SUBPLOT_CHAR_PX, SUBPLOT_RIGHT_PX = 13, 7.2, 20  # a title may run into the right margin
+SUBPLOT_LINE_PX = 18
 
 
 def wrap_title(text: str, limit: int = TITLE_CHARS, sup_limit: int = SUBTITLE_CHARS) -> str:
@@ -107,9 +109,11 @@ def _legend_rows(fig_dict: dict) -> int:
     return rows
 
 
-def _subplot_titles(layout: dict) -> None:
+def _subplot_titles(layout: dict) -> int:
     """make_subplots' titles (centred, 16 px) left-aligned on their subplot, in the book's size,
-    wrapped to the subplot's width on a phone."""
+    wrapped to the subplot's width on a phone. Returns the px the titles above the top subplot
+    need between the legend and the plot."""
+    top = 0
     domains = [v["domain"] for k, v in layout.items() if k.startswith("xaxis") and isinstance(v, dict)
                and isinstance(v.get("domain"), (list, tuple))]
     for a in layout.get("annotations") or []:
@@ -120,9 +124,12 @@ def _subplot_titles(layout: dict) -> None:
         if domain is None:
             continue
         chars = max(12, int((PHONE_PLOT_PX * (domain[1] - domain[0]) + SUBPLOT_RIGHT_PX) / SUBPLOT_CHAR_PX))
-        a.update(x=domain[0], xanchor="left", align="left",
-                 text="<br>".join(textwrap.wrap(a["text"], chars, break_long_words=False)),
+        lines = textwrap.wrap(a["text"], chars, break_long_words=False)
+        a.update(x=domain[0], xanchor="left", align="left", text="<br>".join(lines),
                  font={**(a.get("font") or {}), "size": SUBPLOT_TITLE_SIZE})
+        if a.get("y", 0) >= 0.999:
+            top = max(top, SUBPLOT_LINE_PX * len(lines))
+    return top
 
 
 def fit_layout(fig_dict: dict) -> dict:
@@ -141,22 +148,23 @@ def fit_layout(fig_dict: dict) -> dict:
     on_top = (layout.get("showlegend") is not False and legend.get("yref") != "container"
               and (legend.get("y") is None or legend.get("y") >= 1))
     rows = _legend_rows({**fig_dict, "layout": layout}) if on_top else 0
+    above = _subplot_titles(layout)  # the top subplot's title sits between the legend and the plot
+    gap = LEGEND_GAP_PX + above
     layout["meta"] = {**(layout.get("meta") or {}),
-                      "fit": {"title": text, "top": top, "height": height, "legendOnTop": on_top}}
+                      "fit": {"title": text, "top": top, "height": height, "legendOnTop": on_top, "gap": gap}}
     wrapped = wrap_title(text)
     title_px = _title_px(wrapped) if text else 0
     if text:
         layout["title"] = {**title, "text": wrapped, "x": 0, "xanchor": "left", "yref": "container",
                            "y": 1, "yanchor": "top",
                            "pad": {"t": TITLE_PAD_PX + (SUP_SHIFT_PX if "<sup>" in wrapped else 0)}}
-    need = title_px + (rows * LEGEND_ROW_PX + LEGEND_PAD_PX + 14 if rows else 10)
+    need = title_px + (rows * LEGEND_ROW_PX + LEGEND_PAD_PX + 4 + gap if rows else 10 + above)
     if need > top:
         height, top = height + need - top, need
     layout.update(margin={**margin, "t": top}, height=height)
     if rows:
         layout["legend"] = {**legend, "yref": "container", "y": 1 - (title_px + 6) / height,
                             "yanchor": "top", "x": 0, "xanchor": "left"}
-    _subplot_titles(layout)
     return {**fig_dict, "layout": layout}
 
 
