@@ -632,6 +632,34 @@ def test_the_plotly_bundle_holds_every_trace_type_the_book_draws(visit, book):
 
 MAX_PROSE_WORDS, MAX_TABLE_ROWS = 1200, 60
 
+# every chart shown: its title inside the chart, its legend inside the chart and clear of the title
+CHARTS_JS = """() => {
+  const shown = (el) => (el.checkVisibility ? el.checkVisibility() : el.getClientRects().length > 0);
+  const charts = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
+    const r = gd.getBoundingClientRect();
+    if (!r.width || !shown(gd)) return;  // folded away
+    const t = gd.querySelector('.g-gtitle'), l = gd.querySelector('.legend');
+    const tb = t && t.getBoundingClientRect(), lb = l && l.getBoundingClientRect();
+    const has = (b) => b && b.width > 0 && b.height > 0;
+    const title = t ? t.textContent.slice(0, 50) : '';
+    if (has(tb) && (tb.left < r.left - 1 || tb.right > r.right + 1)) charts.push(`title past the chart's edge: ${title}`);
+    if (has(tb) && tb.top < r.top - 1) charts.push(`title above the chart's top: ${title}`);
+    if (has(lb) && (lb.left < r.left - 2 || lb.right > r.right + 2)) charts.push(`legend past the chart's edge: ${title}`);
+    if (has(tb) && has(lb) && lb.top < tb.bottom - 1 && lb.bottom > tb.top + 1 && lb.left < tb.right && lb.right > tb.left)
+      charts.push(`legend over the title: ${title}`);
+    // a subplot's title (an annotation) inside the chart
+    gd.querySelectorAll('.annotation').forEach((a) => {
+      const ab = a.getBoundingClientRect();
+      if (has(ab) && (ab.left < r.left - 1 || ab.right > r.right + 1))
+        charts.push(`annotation past the chart's edge: ${a.textContent.slice(0, 50)} (${title})`);
+      if (has(ab) && has(lb) && ab.top < lb.bottom - 1 && ab.bottom > lb.top + 1 && ab.left < lb.right && ab.right > lb.left)
+        charts.push(`annotation over the legend: ${a.textContent.slice(0, 50)} (${title})`);
+    });
+  });
+  return charts;
+}"""
+
 READING_JS = """() => {
   const article = document.querySelector('.bd-article') || document.body;
   // a closed fold's content keeps its boxes in Chromium (content-visibility): checkVisibility
@@ -650,19 +678,7 @@ READING_JS = """() => {
   }
   let rows = 0;
   for (const tr of article.querySelectorAll('table tbody tr')) if (shown(tr)) rows += 1;
-  const charts = [];
-  document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
-    const r = gd.getBoundingClientRect();
-    if (!r.width || !shown(gd)) return;  // folded away
-    const t = gd.querySelector('.g-gtitle'), l = gd.querySelector('.legend');
-    const tb = t && t.getBoundingClientRect(), lb = l && l.getBoundingClientRect();
-    const has = (b) => b && b.width > 0 && b.height > 0;
-    const title = t ? t.textContent.slice(0, 50) : '';
-    if (has(tb) && (tb.left < r.left - 1 || tb.right > r.right + 1)) charts.push(`title past the chart's edge: ${title}`);
-    if (has(lb) && (lb.left < r.left - 2 || lb.right > r.right + 2)) charts.push(`legend past the chart's edge: ${title}`);
-    if (has(tb) && has(lb) && lb.top < tb.bottom - 1 && lb.bottom > tb.top + 1 && lb.left < tb.right && lb.right > tb.left)
-      charts.push(`legend over the title: ${title}`);
-  });
+  const charts = (""" + CHARTS_JS + """)();
   return {words, rows, charts};
 }"""
 
@@ -683,7 +699,101 @@ def test_reading_limits(visit, book, path, size):
     got = v.page.evaluate(READING_JS)
     name = path.removesuffix(".html").replace("/", "__")
     v.page.screenshot(path=str(book.parent / "screenshots" / f"{name}__reading__{size[0]}.png"), full_page=True)
+    print(f"reading limits: {path} at {size[0]} px: {got['words']} words, {got['rows']} rows")  # -s shows it
     assert got["words"] <= MAX_PROSE_WORDS, f"{got['words']} words of unfolded prose"
     assert got["rows"] <= MAX_TABLE_ROWS, f"{got['rows']} unfolded table rows"
     assert not got["charts"], "\n".join(got["charts"])
     assert not v.problems, "\n".join(v.problems)
+
+
+# --- the same charts live: JupyterLab (a Space) and Colab, not only the static book ------------
+
+def live_figures(build: Path) -> list[tuple[str, dict]]:
+    """Every chart of the book as a live notebook receives it: plotly's mimetype bundle (figure
+    and config) that helpers' renderer put in each executed notebook's outputs."""
+    figures = []
+    for path in sorted((build / "jupyter_execute").rglob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for out in cell.get("outputs", []):
+                bundle = out.get("data", {}).get("application/vnd.plotly.v1+json")
+                if bundle:
+                    figures.append((f"{path.stem} cell {cell.get('id', '?')}", bundle))
+    return figures
+
+
+def live_page(figures: list[tuple[str, dict]], width: int, how: str) -> str:
+    """One page of charts at a notebook's output width: as JupyterLab draws the mimetype (the
+    figure and its config, no script of ours), or each chart the Colab renderer's HTML, in its own
+    frame as Colab shows an output."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+    from helpers.views import charts
+    charts.install()
+    parts = []
+    for i, (where, bundle) in enumerate(figures):
+        fig = go.Figure(bundle["data"] and {"data": bundle["data"], "layout": bundle["layout"]})
+        if how == "jupyterlab":
+            parts.append(f"<div class='out' title='{htmllib.escape(where)}'>" + fig.to_html(
+                include_plotlyjs=False, full_html=False, div_id=f"live-{i}", config=bundle.get("config", {}))
+                + "</div>")
+        else:
+            doc = pio.renderers["book_colab"].to_mimebundle(fig.to_dict())["text/html"]
+            height = (bundle["layout"].get("height") or 450) + 120
+            parts.append(f"<iframe class='out' title='{htmllib.escape(where)}' style='width:100%;"
+                         f"height:{height}px;border:0' srcdoc='{htmllib.escape(doc, quote=True)}'></iframe>")
+    head = "<script src='/plotly.min.js'></script>" if how == "jupyterlab" else ""
+    return (f"<!doctype html><html><head><meta charset='utf-8'>{head}<style>body{{margin:0;padding:0 16px}}"
+            f".out{{display:block;width:100%;margin:12px 0}}</style></head><body>{''.join(parts)}</body></html>")
+
+
+@pytest.mark.parametrize("how", ["jupyterlab", "colab"])
+@pytest.mark.parametrize("size", [PHONE, LAPTOP], ids=["390", "1400"])
+def test_live_charts_fit_the_screen(browser, book_build, how, size):
+    """Every chart, as a live notebook draws it (JupyterLab: plotly's mimetype with no script of
+    ours; Colab: the book's Colab renderer, plotly.js from its CDN and chart_fit.js), keeps its
+    title and legend inside the chart and clear of each other at 390 and 1400 px."""
+    import plotly
+    figures = live_figures(book_build)
+    assert len(figures) >= 20, f"only {len(figures)} charts in the executed notebooks"
+    plotly_js = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
+    width = size[0] - 32
+    page_html = live_page(figures, width, how)
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    problems: list[str] = []
+
+    def route(r):
+        url = r.request.url
+        if url == "http://live.test/":
+            r.fulfill(body=page_html, content_type="text/html")
+        elif url.endswith("/plotly.min.js") or url.startswith("https://cdn.plot.ly/"):
+            r.fulfill(body=plotly_js, content_type="application/javascript",  # Colab's CDN, here
+                      headers={"Cache-Control": "max-age=3600"})
+        elif url.startswith("https://cdnjs.cloudflare.com/ajax/libs/mathjax/"):
+            r.fulfill(body="", content_type="application/javascript")  # no chart here typesets math
+        else:
+            problems.append(f"request outside the page: {url}")
+            r.abort()
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("pageerror", lambda e: problems.append(f"uncaught exception: {e}"))
+    page.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text}"))
+    try:
+        page.goto("http://live.test/", wait_until="load", timeout=300000)  # Colab: a plotly.js a frame
+        frames = [page.main_frame] if how == "jupyterlab" else page.main_frame.child_frames
+        assert len(frames) == 1 or len(frames) == len(figures)
+        bad = []
+        for frame in frames:
+            frame.wait_for_function("() => [...document.querySelectorAll('.plotly-graph-div')]"
+                                    ".every(gd => gd._fullLayout)", timeout=30000)
+            if how == "colab":  # chart_fit.js has measured and laid the chart out
+                frame.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                                        ".every(gd => gd.getAttribute('data-fit-width') === String(gd.clientWidth))",
+                                        timeout=20000)
+            bad += frame.evaluate(CHARTS_JS)
+        shots = book_build / "screenshots"
+        shots.mkdir(exist_ok=True)
+        page.screenshot(path=str(shots / f"live__{how}__{size[0]}.png"), full_page=True)
+        assert not bad, f"{len(bad)} of {len(figures)} charts:\n" + "\n".join(bad)
+        assert not problems, "\n".join(problems)
+    finally:
+        context.close()

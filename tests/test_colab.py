@@ -106,12 +106,16 @@ def test_a_notebook_alone_fetches_the_helpers_and_runs(tmp_path):
 
 
 def test_in_colab_charts_bring_their_own_plotly_js():
-    # Colab renders neither plotly's mimetype nor a div that expects the book's _static/plotly.min.js
+    # Colab renders neither plotly's mimetype nor a div that expects the book's _static/plotly.min.js;
+    # its charts are fitted as the book's are (chart_fit.js, test_browser's live charts measure it)
     code = ("import sys, types\n"
             "sys.modules['google.colab'] = types.ModuleType('google.colab')\n"
             "import plotly.io as pio, plotly.graph_objects as go\n"
             "import helpers; helpers.use_book_style()\n"
             "bundle = pio.renderers[pio.renderers.default].to_mimebundle(go.Figure(go.Bar(y=[1])).to_dict())\n"
-            "print(pio.renderers.default, sorted(bundle), 'src=\"https://cdn.plot.ly/plotly-' in bundle['text/html'])")
+            "from helpers.views.charts import FIT_JS\n"
+            "html = bundle['text/html']\n"
+            "print(pio.renderers.default, sorted(bundle), 'src=\"https://cdn.plot.ly/plotly-' in html,\n"
+            "      FIT_JS.splitlines()[-1] in html and 'data-fit-width' in html)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["colab", "['text/html']", "True"]
+    assert out == ["book_colab", "['text/html']", "True", "True"]

@@ -362,6 +362,18 @@ def test_jupyterlab_runs_a_notebook_draws_its_charts_and_answers_the_guess(serve
     assert plots.count() >= 3
     for i in range(plots.count()):
         assert plots.nth(i).locator(".main-svg .trace, .main-svg .point, .main-svg path.bars").count() > 0, i
+    # and they read on a phone: JupyterLab runs no script of ours, the figure fits by itself
+    # (helpers.views.charts.fit_layout): each title and legend inside its chart, clear of each other
+    from test_browser import CHARTS_JS
+    page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()  # the file browser closed
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_timeout(1500)  # plotly's responsive resize
+    widths = page.locator(".jp-OutputArea .js-plotly-plot").evaluate_all("ps => ps.map(p => p.clientWidth)")
+    print("JupyterLab at 390 px: charts", widths, "px wide")
+    narrow = page.evaluate(CHARTS_JS)
+    page.screenshot(path=str(tmp_path / "jupyterlab-390.png"), full_page=True)
+    assert not narrow, "\n".join(narrow)
+    page.set_viewport_size({"width": 1400, "height": 1000})
     # guess first, then look: the question's own JavaScript judges a typed guess against the
     # answer key the kernel just computed from the trace (helpers/views/guess.py)
     from helpers.views.guess import judge

@@ -304,7 +304,7 @@ def stage_occupancy(profiles: Sequence[Profile] | Profile, theoretical: bool = T
     table = stage_kernel_table(profiles, top)
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         row_heights=[0.4, 0.3, 0.3],
-                        subplot_titles=["occupancy (% of the SM's warp slots)",
+                        subplot_titles=["occupancy (% of warp slots)",
                                         "registers per thread", "resident warps per SM"])
     x = table["label"]
     names = table["kernel"].map(literal)

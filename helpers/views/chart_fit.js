@@ -1,5 +1,5 @@
 // The book's charts at any width (helpers/views/charts.py hands this to every figure it renders for
-// the static book as plotly's post_script; {plot_id} is the figure's div). Plotly neither wraps a
+// the static book and Colab as plotly's post_script; {plot_id} is the figure's div). Plotly neither wraps a
 // title nor keeps a legend clear of it: here the title wraps to the chart's width, and a legend
 // above the plot is placed under the title, each measured, with the top margin and the figure's
 // height grown by what they need, so the plot area keeps its size. Runs again when the chart's
@@ -40,8 +40,11 @@
     busy = true;
     var layout = gd.layout, full = gd._fullLayout || {};
     if (orig === null) {
+      // charts.fit_layout laid the figure out for a phone and kept the original in meta.fit
+      var kept = (layout.meta && layout.meta.fit) || null;
       var legend = layout.legend || {};
-      orig = {
+      orig = kept ? {title: kept.title || '', top: kept.top, height: kept.height,
+                     legendOnTop: !!kept.legendOnTop, gap: kept.gap} : {
         title: (layout.title && layout.title.text) || '',
         top: (full.margin || {}).t || 80,
         height: full.height || 450,
@@ -82,7 +85,8 @@
         // the legend's own height at this width, measured, then the legend moved under the title
         var l = gd.querySelector('.legend');
         var lh = l ? l.getBoundingClientRect().height : 0;
-        var m2 = titleBottom + lh + 10;
+        // the gap holds the top subplot's title, where there is one (charts.fit_layout measured it)
+        var m2 = titleBottom + lh + (orig.gap || 10);
         var height = orig.height + Math.max(0, m2 - orig.top);
         return Plotly.relayout(gd, {'margin.t': m2, 'height': height, 'legend.yref': 'container',
                                     'legend.y': 1 - titleBottom / height, 'legend.yanchor': 'top',

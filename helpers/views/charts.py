@@ -4,14 +4,16 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import re
 import sys
+import textwrap
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.io.base_renderers import MimetypeRenderer, PlotlyRenderer
+from plotly.io.base_renderers import ColabRenderer, MimetypeRenderer, PlotlyRenderer
 
 from ..core.profile import Profile
 
@@ -47,32 +49,166 @@ def _only_used_templates(fig_dict: dict) -> dict:
     return {**fig_dict, "layout": {**fig_dict["layout"], "template": {**template, "data": data}}}
 
 
+# --- one layout at any width: the figure itself fits a phone -----------------------------------
+#
+# JupyterLab draws a chart from plotly's mimetype, with no script of ours, so the figure the
+# renderer hands on must already read at 390 px: its title wrapped to a phone's width at the top
+# of the chart, a legend above the plot placed under the title with room for as many rows as a
+# phone needs, subplot titles left-aligned and wrapped to their subplot. chart_fit.js (the static
+# book, Colab) then re-fits from the original (kept in layout.meta.fit) to the width it measures.
+
+# the narrowest chart it must fit: JupyterLab's output area on a 390 px screen (file browser
+# closed) is 274 px wide, the book's article there 358 px; a plot area 80 px narrower
+PHONE_PLOT_PX = 200
+TITLE_CHARS, SUBTITLE_CHARS = 28, 40   # a line of the title (18 px) / its smaller <sup> subtitle
+# measured in Chromium: a title's lines are 24 px apart (a <sup> line too), its first 22 px tall;
+# with title.pad.t 12 the title starts 4 px below the chart's top, but a title with a <sup> line
+# is drawn 13 px higher than plotly's anchor says (so its pad is 13 px more)
+TITLE_FIRST_PX, TITLE_LINE_PX, TITLE_TOP_PX, TITLE_PAD_PX, SUP_SHIFT_PX = 22, 24, 4, 12, 13
+LEGEND_ROW_PX, LEGEND_PAD_PX, LEGEND_CHAR_PX, LEGEND_ITEM_PX = 20, 10, 7.4, 46
+LEGEND_GAP_PX = 10  # between the legend and the plot (or the top subplot's title)
+SUBPLOT_TITLE_SIZE, SUBPLOT_CHAR_PX, SUBPLOT_RIGHT_PX = 13, 7.2, 20  # a title may run into the right margin
+SUBPLOT_LINE_PX = 18
+
+
+def wrap_title(text: str, limit: int = TITLE_CHARS, sup_limit: int = SUBTITLE_CHARS) -> str:
+    """A plotly title's lines (split at <br>) wrapped at word boundaries to a phone's width; a
+    <sup>…</sup> line, drawn smaller, wraps longer and stays <sup> on each of its lines."""
+    out = []
+    for segment in text.split("<br>"):
+        m = re.fullmatch(r"<sup>(.*)</sup>", segment, flags=re.S)
+        inner, width = (m.group(1), sup_limit) if m else (segment, limit)
+        lines = textwrap.wrap(inner, width, break_long_words=False, break_on_hyphens=False) or [""]
+        out += [f"<sup>{line}</sup>" if m else line for line in lines]
+    return "<br>".join(out)
+
+
+def _title_px(text: str) -> int:
+    """Where a wrapped title ends, in px from the chart's top."""
+    lines = text.split("<br>") if text else []
+    return TITLE_TOP_PX + TITLE_FIRST_PX + TITLE_LINE_PX * (len(lines) - 1) if lines else 0
+
+
+def _legend_rows(fig_dict: dict) -> int:
+    """Rows of a horizontal legend on a phone: its entries packed into the plot's width."""
+    names, groups = [], set()
+    for trace in fig_dict.get("data", []):
+        if trace.get("showlegend") is False or (trace.get("legendgroup") in groups and trace.get("legendgroup")):
+            continue
+        groups.add(trace.get("legendgroup"))
+        names.append(re.sub(r"<[^>]+>", "", str(trace.get("name", ""))))
+    shown = fig_dict["layout"].get("showlegend")
+    if not names or (len(names) < 2 and shown is not True):
+        return 0
+    rows, used = 1, 0.0
+    for name in names:
+        item = LEGEND_ITEM_PX + LEGEND_CHAR_PX * len(name)
+        if used and used + item > PHONE_PLOT_PX:
+            rows, used = rows + 1, 0.0
+        used += item
+    return rows
+
+
+def _subplot_titles(layout: dict) -> int:
+    """make_subplots' titles (centred, 16 px) left-aligned on their subplot, in the book's size,
+    wrapped to the subplot's width on a phone. Returns the px the titles above the top subplot
+    need between the legend and the plot."""
+    top = 0
+    domains = [v["domain"] for k, v in layout.items() if k.startswith("xaxis") and isinstance(v, dict)
+               and isinstance(v.get("domain"), (list, tuple))]
+    for a in layout.get("annotations") or []:
+        if not (a.get("xref") == "paper" and a.get("yref") == "paper" and a.get("showarrow") is False
+                and a.get("xanchor") == "center" and a.get("yanchor") == "bottom" and a.get("text")):
+            continue
+        domain = next((d for d in domains if abs((d[0] + d[1]) / 2 - a["x"]) < 1e-6), None)
+        if domain is None:
+            continue
+        chars = max(12, int((PHONE_PLOT_PX * (domain[1] - domain[0]) + SUBPLOT_RIGHT_PX) / SUBPLOT_CHAR_PX))
+        lines = textwrap.wrap(a["text"], chars, break_long_words=False)
+        a.update(x=domain[0], xanchor="left", align="left", text="<br>".join(lines),
+                 font={**(a.get("font") or {}), "size": SUBPLOT_TITLE_SIZE})
+        if a.get("y", 0) >= 0.999:
+            top = max(top, SUBPLOT_LINE_PX * len(lines))
+    return top
+
+
+def fit_layout(fig_dict: dict) -> dict:
+    """The figure laid out to read on a 390 px phone, with no script: see above. The original
+    title, top margin and height go to layout.meta.fit, for chart_fit.js to re-fit from."""
+    layout = dict(fig_dict.get("layout") or {})
+    if "fit" in (layout.get("meta") or {}) or not isinstance(layout.get("meta", {}), dict):
+        return fig_dict
+    title = layout.get("title") or {}
+    title = {"text": title} if isinstance(title, str) else dict(title)
+    text = title.get("text") or ""
+    margin = dict(layout.get("margin") or {})
+    top = margin.get("t", 90)
+    height = layout.get("height") or 450
+    legend = dict(layout.get("legend") or {})
+    on_top = (layout.get("showlegend") is not False and legend.get("yref") != "container"
+              and (legend.get("y") is None or legend.get("y") >= 1))
+    rows = _legend_rows({**fig_dict, "layout": layout}) if on_top else 0
+    above = _subplot_titles(layout)  # the top subplot's title sits between the legend and the plot
+    gap = LEGEND_GAP_PX + above
+    layout["meta"] = {**(layout.get("meta") or {}),
+                      "fit": {"title": text, "top": top, "height": height, "legendOnTop": on_top, "gap": gap}}
+    wrapped = wrap_title(text)
+    title_px = _title_px(wrapped) if text else 0
+    if text:
+        layout["title"] = {**title, "text": wrapped, "x": 0, "xanchor": "left", "yref": "container",
+                           "y": 1, "yanchor": "top",
+                           "pad": {"t": TITLE_PAD_PX + (SUP_SHIFT_PX if "<sup>" in wrapped else 0)}}
+    need = title_px + (rows * LEGEND_ROW_PX + LEGEND_PAD_PX + 4 + gap if rows else 10 + above)
+    if need > top:
+        height, top = height + need - top, need
+    layout.update(margin={**margin, "t": top}, height=height)
+    if rows:
+        layout["legend"] = {**legend, "yref": "container", "y": 1 - (title_px + 6) / height,
+                            "yanchor": "top", "x": 0, "xanchor": "left"}
+    return {**fig_dict, "layout": layout}
+
+
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+
+
 class BookRenderer(MimetypeRenderer):
     """One output, two forms: JupyterLab draws the plotly mimetype itself; the static book takes
-    a div that uses the one plotly.js it loads from _static, instead of inlining 3+ MB a chart."""
+    a div that uses the one plotly.js it loads from _static, instead of inlining 3+ MB a chart.
+    Both carry the figure as fit_layout lays it out; the book's div also re-fits it (FIT_JS)."""
 
     shown = 0
 
     def to_mimebundle(self, fig_dict):
-        fig_dict = _only_used_templates(fig_dict)
+        fig_dict = fit_layout(_only_used_templates(fig_dict))
         bundle = PlotlyRenderer(config={"displaylogo": False}).to_mimebundle(fig_dict)
         # a div id from the figure itself, so that running a notebook twice gives the same page
         BookRenderer.shown += 1
         digest = hashlib.sha1(json.dumps(fig_dict, sort_keys=True, default=str).encode()).hexdigest()
         bundle["text/html"] = go.Figure(fig_dict).to_html(
             include_plotlyjs=False, full_html=False, div_id=f"fig-{digest[:12]}-{BookRenderer.shown}",
-            config={"displaylogo": False, "responsive": True}, post_script=FIT_JS)
+            config=PLOTLY_CONFIG, post_script=FIT_JS)
         return bundle
+
+
+class ColabBookRenderer(ColabRenderer):
+    """Colab draws neither plotly's mimetype nor a div that expects the book's plotly.js: its
+    own renderer inlines plotly.js in the output. The same layout and the same re-fit."""
+
+    def __init__(self):
+        super().__init__(config=PLOTLY_CONFIG, post_script=FIT_JS)
+
+    def to_mimebundle(self, fig_dict):
+        return super().to_mimebundle(fit_layout(_only_used_templates(fig_dict)))
 
 
 def install() -> None:
     """The book's plotly style (called by helpers.use_book_style): its template by default, and
-    its renderer; Colab draws neither plotly's mimetype nor a div that expects the book's
-    plotly.js, so there its own renderer inlines plotly.js in the output."""
+    its renderer (in Colab, its Colab renderer)."""
     pio.templates[TEMPLATE] = book_template()
     pio.templates.default = f"plotly+{TEMPLATE}"
     pio.renderers["book"] = BookRenderer()
-    pio.renderers.default = "colab" if "google.colab" in sys.modules else "book"
+    pio.renderers["book_colab"] = ColabBookRenderer()
+    pio.renderers.default = "book_colab" if "google.colab" in sys.modules else "book"
 
 
 def literal(text: str) -> str:
