@@ -87,8 +87,12 @@ def configure(work: Path, modules: list[str], tests: list[str], deselect: str) -
 
 
 def module_of(layout: dict, source: str) -> str | None:
+    # a file named on its own (the flash decoder) before a folder's pattern (names/*) that holds it
+    exact = [m for m, pattern in layout.items() if source == pattern]
+    if exact:
+        return exact[0]
     for module, pattern in layout.items():
-        if Path(source).match(pattern) or source == pattern:
+        if Path(source).match(pattern):
             return module
     return None
 
@@ -100,6 +104,35 @@ def counted(module: str, mutant: str) -> bool:
     # mutmut names a mutant <module path>.x_<function>__mutmut_<n> (methods: xǁClassǁmethod)
     m = re.search(r"\.x_(\w+?)__mutmut_\d+$", mutant)
     return bool(m) and m.group(1) in functions
+
+
+def dotted(pattern: str) -> str:
+    """helpers/chapters/compiled.py -> helpers.chapters.compiled; helpers/core/names/* -> helpers.core.names.*"""
+    return pattern.removesuffix(".py").replace("/", ".")
+
+
+def globs(layout: dict) -> list[str]:
+    """mutmut's mutant-name patterns for the counted functions alone (compiled, flex and hub_flash are
+    mostly tables: mutating their every function would spend hours on mutants that are not counted)"""
+    out = []
+    for module, pattern in layout.items():
+        functions = VERDICTS.get(module)
+        out += [f"{dotted(pattern)}.x_{f}__mutmut_*" for f in functions] if functions else [f"{dotted(pattern)}.*"]
+    return out
+
+
+def unrun(work: Path, layout: dict) -> list[str]:
+    """the counted mutants of an earlier, stopped run that have no result yet (mutmut reruns every
+    mutant named on its command line, so a resumed run names only these)"""
+    names = []
+    for meta in (work / "mutants").rglob("*.py.meta"):
+        source = str(meta.relative_to(work / "mutants")).removesuffix(".meta")
+        module = module_of(layout, source)
+        if module is None:
+            continue
+        names += [m for m, code in json.loads(meta.read_text())["exit_code_by_key"].items()
+                  if code is None and counted(module, m)]
+    return names
 
 
 def scores(work: Path, layout: dict) -> tuple[dict, dict]:
@@ -130,6 +163,9 @@ def main() -> None:
     parser.add_argument("--tests", default=",".join(FAST), help="test files, comma-separated")
     parser.add_argument("--deselect", default=DESELECT, help="a -k expression the tests run under")
     parser.add_argument("--report", action="store_true", help="only report on the run kept in --keep")
+    parser.add_argument("--counted-only", action="store_true",
+                        help="mutate only the counted functions (the verdicts of claims' neighbours); "
+                             "in a kept folder, run only the counted mutants that have no result yet")
     parser.add_argument("--modules", default=",".join(LAYOUTS["layout"]),
                         help="the modules to mutate, comma-separated (default: all of them)")
     args = parser.parse_args()
@@ -144,7 +180,14 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")} | {"ATTN_PROFILED_MODE": "replay"}
     mutmut = Path(sys.executable).parent / "mutmut"
     if not args.report:
-        subprocess.run([str(mutmut), "run", "--max-children", os.environ.get("MUTATION_CHILDREN", "2")], cwd=work, env=env)
+        names = []
+        if args.counted_only:
+            names = unrun(work, layout) if (work / "mutants").is_dir() else globs(layout)
+            if not names:
+                print("every counted mutant has a result")
+        if names or not args.counted_only:
+            subprocess.run([str(mutmut), "run", "--max-children", os.environ.get("MUTATION_CHILDREN", "2"), *names],
+                           cwd=work, env=env)
     by_module, survivors = scores(work, layout)
     print(f"\nmutation scores in {work} ({args.commit or 'this checkout'})")
     print(f"{'module':<16} {'killed':>7} {'survived':>9} {'timeout':>8} {'no tests':>9} {'not run':>8} {'score':>7}")
