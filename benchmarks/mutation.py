@@ -46,7 +46,8 @@ LAYOUTS = {  # the paths before and after issue 19's layout
 }
 # the fast tests: no book build, no browser, no notebook executed, no server started, no sweep of
 # every recording (those run in the suite; here each mutant reruns the tests that reach it)
-FAST = ["tests/test_claims_raw.py", "tests/test_page_verdicts_raw.py", "tests/test_lessons.py",
+FAST = ["tests/test_claims_raw.py", "tests/test_page_verdicts_raw.py", "tests/test_page_verdicts_text.py",
+        "tests/test_lessons.py",
         "tests/test_compiled_flex.py", "tests/test_hub.py", "tests/test_kernel_names.py",
         "tests/test_occupancy.py", "tests/test_own_traces.py"]
 DESELECT = ("not glues and not notebook_runs and not live and not profile_code and not progress_bar"
