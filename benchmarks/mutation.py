@@ -156,6 +156,37 @@ def scores(work: Path, layout: dict) -> tuple[dict, dict]:
     return by_module, survivors
 
 
+def _functions(text: str) -> dict[str, str]:
+    """Each function of a mutmut-mutated file by name (mutmut writes every mutant as its own function)."""
+    return {m.group(2): m.group(0) for m in re.finditer(
+        r"^( *)def (\w+)\(.*?(?=^\1?(?:def |class |@|\S)|\Z)", text, re.S | re.M)}
+
+
+def diff(work: Path, mutant: str, cache: dict = {}) -> list[str]:
+    """The lines a mutant changes: '- original' then '+ mutated'."""
+    module, fn = mutant.rsplit(".", 1)
+    path = work / "mutants" / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = work / "mutants" / module.replace(".", "/") / "__init__.py"
+    if path not in cache:
+        cache[path] = _functions(path.read_text())
+    fn = fn.split("ǁ")[-1]
+    orig, mut = cache[path].get(fn.rsplit("__mutmut_", 1)[0] + "__mutmut_orig"), cache[path].get(fn)
+    if orig is None or mut is None:
+        return []
+    import difflib
+    return [line.strip() for line in difflib.unified_diff(orig.splitlines()[1:], mut.splitlines()[1:], lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+def wording(lines: list[str]) -> bool:
+    """A mutant that only re-cases a string or wraps it in XX (mutmut's string operators): the words
+    a reader reads change, no number, name or verdict does."""
+    old = " ".join(line[1:] for line in lines if line.startswith("-"))
+    new = " ".join(line[1:] for line in lines if line.startswith("+"))
+    return bool(old) and old != new and new.replace("XX", "").lower() == old.lower()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commit", help="a commit to test instead of this checkout")
@@ -164,6 +195,8 @@ def main() -> None:
     parser.add_argument("--tests", default=",".join(FAST), help="test files, comma-separated")
     parser.add_argument("--deselect", default=DESELECT, help="a -k expression the tests run under")
     parser.add_argument("--report", action="store_true", help="only report on the run kept in --keep")
+    parser.add_argument("--survivors", action="store_true",
+                        help="print each survivor's diff, marked W where it only rewords a string")
     parser.add_argument("--counted-only", action="store_true",
                         help="mutate only the counted functions (the verdicts of claims' neighbours); "
                              "in a kept folder, run only the counted mutants that have no result yet")
@@ -198,6 +231,12 @@ def main() -> None:
         score = f"{100 * c['killed'] / judged:.1f}%" if judged else "-"
         print(f"{module:<16} {c['killed']:>7} {c['survived']:>9} {c['timeout']:>8} {c['no tests']:>9} "
               f"{c['not checked']:>8} {score:>7}")
+    if args.survivors:
+        for module, names in survivors.items():
+            print(f"\n# {module}: {len(names)} survivors, {sum(wording(diff(work, n)) for n in names)} rewording a string")
+            for name in names:
+                lines = diff(work, name)
+                print(f"{'W' if wording(lines) else ' '} {name.rsplit('.', 1)[1]}: " + " | ".join(x[:160] for x in lines))
     if args.json:
         Path(args.json).write_text(json.dumps({"commit": args.commit, "work": str(work),
                                                "scores": {m: dict(c) for m, c in by_module.items()},

@@ -332,3 +332,45 @@ def test_gap_closes_on_both_sides(ratios):
         assert v.difference == ("not recorded at several seq" if len(rs) < 2 else
                                 "the gap is not widest at the smallest seq" if not widest_first else
                                 f"still {rs[-1]:.2f}× at seq {known[-1][0]}")
+
+
+# --- flex_sliding against flex ---------------------------------------------------------------------
+
+def visited_blocks(mask, seq: int, block: int = 128) -> tuple[int, int]:
+    """(tiles with any (query, key) pair the mask keeps, all tiles): the mask evaluated pair by pair.
+    128: FlexAttention's default block size (torch.nn.attention.flex_attention._DEFAULT_SPARSE_BLOCK_SIZE)."""
+    import numpy as np
+    q, kv = np.meshgrid(np.arange(seq), np.arange(seq), indexing="ij")
+    dense = mask(q, kv)
+    n = -(-seq // block)
+    return sum(dense[i * block:(i + 1) * block, j * block:(j + 1) * block].any()
+               for i in range(n) for j in range(n)), n * n
+
+
+def test_sliding_evidence_counts_the_visited_blocks_and_says_why_it_differs(profiles):
+    from helpers.core.stages import SLIDING_WINDOW
+    s, c = profiles["flex_sliding"], profiles["flex"]
+    seq = s.provenance.shape["seq"]
+    vs, total = visited_blocks(lambda q, kv: (q >= kv) & (q - kv < SLIDING_WINDOW), seq)
+    vc, _ = visited_blocks(lambda q, kv: q >= kv, seq)
+    ts, tc = gpu_last(s), gpu_last(c)
+    cost = by_claim(flex.sliding_verdict_list(s, c), "its cost follows the blocks")
+    assert cost.evidence == (f"{vs} of {total} blocks visited against {vc} for causal ({vs / vc:.2f}×); "
+                             f"GPU time {ts:.1f} µs against {tc:.1f} µs ({ts / tc:.2f}×)")
+    # the other side: the sliding kernel made slower than causal's, though it visits fewer blocks
+    slow = scaled_gpu(s, 1.5 * tc / ts)
+    w = by_claim(flex.sliding_verdict_list(slow, c), "its cost follows the blocks")
+    assert not w.holds and w.difference == f"{gpu_last(slow) / tc:.2f}× the GPU time for {vs / vc:.2f}× the blocks"
+    # against itself: the same blocks, the same time: no fewer blocks and no less time, which agrees
+    assert by_claim(flex.sliding_verdict_list(s, s), "its cost follows the blocks").holds == ((ts < ts) == (vs < vs))
+    # the same template: a changed launch, or the same launch of another kernel
+    (k,) = kernels(s)
+    regrid = with_kernel_args(s, "triton_tem", grid=[1, 1, 1])
+    other = renamed(s, k["name"], "triton_tem_fused_mm_0")
+    assert by_claim(flex.sliding_verdict_list(regrid, c), "the same Triton template").difference == "the launch differs"
+    assert by_claim(flex.sliding_verdict_list(other, c), "the same Triton template").difference == "another kernel"
+    t = by_claim(flex.sliding_verdict_list(s, c), "the same Triton template")
+    (kc,) = kernels(c)
+    assert t.evidence.startswith(f"flex_sliding: {k['name']}, grid {tuple(k['args']['grid'])}, "
+                                 f"{k['args']['registers per thread']} registers, {k['args']['shared memory']} B shared; "
+                                 f"flex: {kc['name']}, grid {tuple(kc['args']['grid'])}")
