@@ -118,7 +118,8 @@ def globs(layout: dict) -> list[str]:
     out = []
     for module, pattern in layout.items():
         functions = VERDICTS.get(module)
-        out += [f"{dotted(pattern)}.x_{f}__mutmut_*" for f in functions] if functions else [f"{dotted(pattern)}.*"]
+        whole = dotted(pattern) if pattern.endswith("*") else f"{dotted(pattern)}.*"  # names/*: __init__'s too
+        out += [f"{dotted(pattern)}.x_{f}__mutmut_*" for f in functions] if functions else [whole]
     return out
 
 
