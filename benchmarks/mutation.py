@@ -137,23 +137,43 @@ def unrun(work: Path, layout: dict) -> list[str]:
     return names
 
 
-def scores(work: Path, layout: dict) -> tuple[dict, dict]:
-    by_module: dict[str, Counter] = defaultdict(Counter)
-    survivors: dict[str, list[str]] = defaultdict(list)
-    status = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
-              36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
+def codes(work: Path, layout: dict) -> dict[str, tuple[str, int | None]]:
+    """mutant -> (module, mutmut's exit code or None) for the counted mutants of a run's folder."""
+    out = {}
     for meta in (work / "mutants").rglob("*.py.meta"):
         source = str(meta.relative_to(work / "mutants")).removesuffix(".meta")
         module = module_of(layout, source)
         if module is None:
             continue
         for mutant, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-            if not counted(module, mutant):
-                continue
-            s = status.get(code, "suspicious")
-            by_module[module][s] += 1
-            if s == "survived":
-                survivors[module].append(mutant)
+            if counted(module, mutant):
+                out[mutant] = (module, code)
+    return out
+
+
+def function_of(mutant: str) -> str:
+    return mutant.rsplit("__mutmut_", 1)[0]
+
+
+def scores(work: Path, layout: dict, base: Path | None = None) -> tuple[dict, dict]:
+    """Counts per module and the survivors. With `base` (an earlier run's folder), this folder's results
+    stand over the base's: mutant by mutant, or for a whole function where this folder judged all of
+    its mutants (its code changed since, so mutmut numbered its mutants afresh)."""
+    results = codes(work, layout)
+    if base is not None:
+        judged_whole = {function_of(m) for m in results} - {function_of(m) for m, (_, c) in results.items() if c is None}
+        merged = {m: r for m, r in codes(base, layout).items() if function_of(m) not in judged_whole}
+        merged |= {m: r for m, r in results.items() if r[1] is not None or m not in merged}
+        results = merged
+    by_module: dict[str, Counter] = defaultdict(Counter)
+    survivors: dict[str, list[str]] = defaultdict(list)
+    status = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
+              36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
+    for mutant, (module, code) in sorted(results.items()):
+        s = status.get(code, "suspicious")
+        by_module[module][s] += 1
+        if s == "survived":
+            survivors[module].append(mutant)
     return by_module, survivors
 
 
@@ -196,6 +216,8 @@ def main() -> None:
     parser.add_argument("--tests", default=",".join(FAST), help="test files, comma-separated")
     parser.add_argument("--deselect", default=DESELECT, help="a -k expression the tests run under")
     parser.add_argument("--report", action="store_true", help="only report on the run kept in --keep")
+    parser.add_argument("--base", help="an earlier run's kept folder: report its results with this run's over them")
+    parser.add_argument("--rerun", help="a --json file of an earlier run: run only its survivors (with today's tests)")
     parser.add_argument("--survivors", action="store_true",
                         help="print each survivor's diff, marked W where it only rewords a string")
     parser.add_argument("--counted-only", action="store_true",
@@ -216,14 +238,16 @@ def main() -> None:
     mutmut = Path(sys.executable).parent / "mutmut"
     if not args.report:
         names = []
-        if args.counted_only:
+        if args.rerun:
+            names = [n for module in layout for n in json.loads(Path(args.rerun).read_text())["survivors"].get(module, [])]
+        elif args.counted_only:
             names = unrun(work, layout) if (work / "mutants").is_dir() else globs(layout)
             if not names:
                 print("every counted mutant has a result")
-        if names or not args.counted_only:
+        if names or not (args.counted_only or args.rerun):
             subprocess.run([str(mutmut), "run", "--max-children", os.environ.get("MUTATION_CHILDREN", "2"), *names],
                            cwd=work, env=env)
-    by_module, survivors = scores(work, layout)
+    by_module, survivors = scores(work, layout, Path(args.base) if args.base else None)
     print(f"\nmutation scores in {work} ({args.commit or 'this checkout'})")
     print(f"{'module':<16} {'killed':>7} {'survived':>9} {'timeout':>8} {'no tests':>9} {'not run':>8} {'score':>7}")
     for module in layout:
