@@ -413,6 +413,8 @@ def test_recorded_trace_names(path, recorded_traces):
             if grid and shape and q and not (_covers(grid[0], q, shape["seq"])
                                              and grid[1] == shape["heads"] and grid[2] == shape["batch"]):
                 problems.append(f"{where}: grid {grid} is not [seq/{q}, heads, batch] for {shape}")
+        if name.startswith(("void cublasLt::", "cublasLt::")) and not k.library.startswith("cuBLAS"):
+            problems.append(f"{where}: a cublasLt:: kernel decoded as {k.library}")
         if k.kind == "attention" and k.dtype in ("bf16", "fp16") and shape.get("dtype"):
             if {"bf16": "bfloat16", "fp16": "float16"}[k.dtype] != shape["dtype"]:
                 problems.append(f"{where}: dtype {k.dtype} but the inputs are {shape['dtype']}")
@@ -540,7 +542,7 @@ TENSOR_WORDS = ["tensorop", "wgmma", "hmma", "s16816", "s1688", "h16816", "tenso
 
 @pytest.mark.parametrize("word", ATTENTION_WORDS)
 def test_fallback_attention_words(word):
-    k = decode(f"Vendor_{word.upper()}_kernel")  # the words are read whatever their case
+    k = decode(f"Vendor{word.upper()}Kernel")  # the words are read whatever their case, wherever they stand
     assert (k.kind, k.library, k.summary) == ("attention", "unknown", "attention kernel (name not decoded)")
 
 
@@ -572,3 +574,56 @@ def test_no_example_trips_a_decoder():
     # examples may take that path
     for name in EXAMPLES + [FLASH_UNEVEN, FLASH3, FLASH3_BWD]:
         assert "decode_error" not in decode(name).details, name
+
+
+# cuBLAS's helper kernels and its older generated names, as cuBLAS 12 names them (the split-K
+# reduction is in the recorded training traces; gemv / gemmSN / gemmk1 serve small and skinny shapes)
+SPLITK = ("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, true, "
+          "false, false>(cublasSplitKParams<float>, float const*, __nv_bfloat16 const*, __nv_bfloat16*, "
+          "float const*, float const*, __nv_bfloat16 const*, float const*, __nv_bfloat16*, void*, long, float*, int*)")
+GEMV = ("void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, "
+        "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float "
+        "const>, cublasGemvTensorStridedBatched<float>, float> >(cublasGemvParamsEx<int, "
+        "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, "
+        "cublasGemvTensorStridedBatched<float>, float>, float, float)")
+
+
+@pytest.mark.parametrize("name, kind, op, function", [
+    (SPLITK, "reduce", "split-K reduce", "splitKreduce_kernel"),
+    (SPLITK.replace("void cublasLt::", ""), "reduce", "split-K reduce", "splitKreduce_kernel"),
+    (GEMV, "gemm", "gemv", "gemv2T_kernel_val"),
+    ("void gemmSN_TN_kernel<float, 128, 16, 2, 4, 4, 4, true>(cublasGemmSmallNParams<float>)", "gemm", "gemm", "gemmSN_TN_kernel"),
+    ("void gemmk1_kernel<int, float, 256, 5, false, false, false, false, float, 0>(cublasGemmk1Params<float>)", "gemm",
+     "gemm", "gemmk1_kernel"),
+])
+def test_cublas_helper_kernels(name, kind, op, function):
+    k = decode(name)
+    assert (k.kind, k.library, k.op, k.details["function"]) == (kind, "cuBLAS", op, function)
+    assert k.summary == ("cuBLAS split-K reduction (sums the partial gemm tiles)" if kind == "reduce"
+                         else f"cuBLAS {function}")
+
+
+@pytest.mark.parametrize("name, mma, arch, layout", [
+    # cuBLAS's <arch>_<acc><mma shape>gemm names: h884 Volta's HMMA.884 (m8n8k4), h1688 Turing's m16n8k8
+    ("volta_h884gemm_64x64_ldg8_nn", "mma.sync m8n8k4", "volta", "nn"),
+    ("turing_h1688gemm_128x128_ldg8_tn", "mma.sync m16n8k8", "turing", "tn"),
+])
+def test_cublas_mma_shapes_of_older_arches(name, mma, arch, layout):
+    k = decode(name)
+    assert (k.kind, k.library, k.math, k.arch, k.details["mma_instruction"], k.details["operand_layout"]) == (
+        "gemm", "cuBLAS", TENSOR_CORES, arch, mma, layout)
+
+
+def test_the_frame_is_the_decoded_fields_row_by_row():
+    names = EXAMPLES + EXAMPLES[:5] + [None, 7]  # repeats (decoded once, copied) and names that are no str
+    frame = decode_frame(names)
+    blank = lambda v: v is None or (isinstance(v, float) and math.isnan(v))  # noqa: E731  (a missing cell)
+    for row, name in zip(frame.to_dict("records"), names):
+        row = {c: None if blank(v) else v for c, v in row.items()}
+        k = decode(name)
+        assert row == {c: getattr(k, c) for c in ["name", "kind", "library", "op", "dtype", "math", "arch", "tile",
+                                                  "summary", "details"]}, name
+    # each row owns its details: editing one leaves its repeat alone
+    frame.loc[0, "details"]["edited"] = True
+    assert "edited" not in frame.loc[len(EXAMPLES), "details"]
+    assert list(decode_frame([]).columns) == list(frame.columns)  # an empty table keeps its header
