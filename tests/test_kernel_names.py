@@ -627,3 +627,38 @@ def test_the_frame_is_the_decoded_fields_row_by_row():
     frame.loc[0, "details"]["edited"] = True
     assert "edited" not in frame.loc[len(EXAMPLES), "details"]
     assert list(decode_frame([]).columns) == list(frame.columns)  # an empty table keeps its header
+
+
+# --- what an ATen kernel computes, against the host op that launched it -------------------------------
+
+# The decoded op of an ATen kernel, as a word of the aten op whose call launched it (tied by the
+# correlation id of the raw events). Where ATen runs one op with another's kernel, the source says so:
+# a division by a CPU scalar is a multiplication by its reciprocal (BinaryDivTrueKernel.cu), dropout's
+# backward is masked_scale_kernel (Dropout.cu), copies serve .to/.contiguous/.clone.
+LAUNCHED_BY = {"direct copy": ("copy", "to", "contiguous", "clone"), "dtype copy": ("copy", "to"),
+               "triu/tril": ("triu", "tril"), "masked_scale": ("dropout",), "mul": ("mul", "div")}
+EVERY_TRACE = sorted(TRACE_ROOT.glob("**/*.json.gz"))  # the stages, the training steps, your model's
+
+
+@pytest.mark.parametrize("path", EVERY_TRACE or [None], ids=lambda p: str(p.relative_to(TRACE_ROOT)) if p else "none")
+def test_aten_ops_are_the_ops_that_launched_them(path, recorded_traces):
+    assert path is not None, f"no recorded traces under {TRACE_ROOT}"
+    with gzip.open(path, "rt") as fh:
+        events = json.load(fh).get("traceEvents", [])
+    calls = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
+             and e.get("ph") == "X" and "correlation" in e.get("args", {})}
+    ops = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
+    problems, checked = [], 0
+    for name in {e["name"]: e for e in events if e.get("cat") == "kernel"}.values():
+        k = decode(name["name"])
+        call = calls.get(name["args"].get("correlation"))
+        if k.library != "ATen" or k.op in (None, "reduce", "philox unpack") or call is None:
+            continue
+        holders = [o["name"] for o in ops if o["ts"] <= call["ts"] and o["ts"] + o["dur"] >= call["ts"] + call["dur"]]
+        if not any(h.startswith("aten::") for h in holders):
+            continue
+        words = LAUNCHED_BY.get(k.op, (k.op.replace(" ", "_"),))
+        checked += 1
+        if not any(w in h for h in holders for w in words):
+            problems.append(f"{k.op!r} launched under {[h for h in holders if h.startswith('aten::')]}: {name['name'][:120]}")
+    assert not problems, "\n".join(problems)
