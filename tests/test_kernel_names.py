@@ -662,3 +662,29 @@ def test_aten_ops_are_the_ops_that_launched_them(path, recorded_traces):
         if not any(w in h for h in holders for w in words):
             problems.append(f"{k.op!r} launched under {[h for h in holders if h.startswith('aten::')]}: {name['name'][:120]}")
     assert not problems, "\n".join(problems)
+
+
+# CUTLASS's own gemm names (cuBLAS launches some of them as cutlass::Kernel2<...>), written as CUTLASS's
+# library names them (tools/library/scripts/generator.py / gemm_operation.py):
+#   2.x: cutlass_{cc}_{opclass}_{element}_{acc}{mma shape}gemm_{epilogue}_{element}_{MxN}_{K-tile}x{stages}_{layouts}_align{N}
+#   3.x: cutlass3x_sm{cc}_{opclass}_gemm_{types}_{MxNxK}_{cluster MxNxK}_..._{layouts}_align{N}_{schedule}
+CUTLASS2 = ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_nn_align8>"
+            "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_nn_align8::Params)")
+CUTLASS_SIMT = "cutlass_80_simt_sgemm_128x128_8x5_nt_align1"
+CUTLASS3 = ("cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x2x1_0_tnn_align8_"
+            "warpspecialized_cooperative_epi_tma")
+
+
+@pytest.mark.parametrize("name, fields_, details", [
+    (CUTLASS2, ("gemm", "CUTLASS", "gemm", "bf16", TENSOR_CORES, "sm80", "256x128"),
+     {"k_tile": 32, "stages": 3, "operand_layout": "nn", "alignment": 8, "mma_token": "s16816gemm"}),
+    (CUTLASS_SIMT, ("gemm", "CUTLASS", "gemm", None, FFMA, "sm80", "128x128"),
+     {"k_tile": 8, "stages": 5, "operand_layout": "nt", "alignment": 1}),
+    (CUTLASS3, ("gemm", "CUTLASS", "gemm", "bf16", TENSOR_CORES, "sm90", "128x256x64"),
+     {"cluster": "1x2x1", "operand_layout": "tnn", "alignment": 8}),
+])
+def test_cutlass_gemm_names(name, fields_, details):
+    k = decode(name)
+    assert fields(k) == fields_
+    assert {key: k.details.get(key) for key in details} == details
+    assert k.summary.startswith(f"CUTLASS gemm ({fields_[5]})") and f"{fields_[6]} tile" in k.summary
