@@ -688,3 +688,15 @@ def test_cutlass_gemm_names(name, fields_, details):
     assert fields(k) == fields_
     assert {key: k.details.get(key) for key in details} == details
     assert k.summary.startswith(f"CUTLASS gemm ({fields_[5]})") and f"{fields_[6]} tile" in k.summary
+
+
+def test_the_shared_readers_of_template_arguments():
+    from helpers.core.names._common import _bool, _cpp_dtype, _int, _template_args
+    # a demangler writes a bool template argument as true/false, or as 1/0 (an integral constant)
+    assert [_bool(t) for t in ("true", " false ", "1", "0", "2", None, "")] == [True, False, True, False, None, None, None]
+    # a C++ element type, whatever its qualifiers: const, pointer, reference
+    assert [_cpp_dtype(t) for t in ("const c10::BFloat16*", "float&", " c10::Half ", "__half *", None, "Foo")] == \
+        ["bf16", "fp32", "fp16", "fp16", None, None]
+    assert [_int(t) for t in ("128", " 32u", "-1", "64UL", "x", None)] == [128, 32, -1, 64, None, None]
+    assert _template_args("f<a, g<b, c>, {lambda(int)#1}>(x)", 1) == (["a", "g<b, c>", "{lambda(int)#1}"], True)
+    assert _template_args("f<a, g<b", 1) == (["a", "g<b"], False)
