@@ -700,3 +700,86 @@ def test_the_shared_readers_of_template_arguments():
     assert [_int(t) for t in ("128", " 32u", "-1", "64UL", "x", None)] == [128, 32, -1, 64, None, None]
     assert _template_args("f<a, g<b, c>, {lambda(int)#1}>(x)", 1) == (["a", "g<b, c>", "{lambda(int)#1}"], True)
     assert _template_args("f<a, g<b", 1) == (["a", "g<b"], False)
+
+
+# --- FlashAttention-2's backward, as the recorded training step launches it (mutants survived: no
+# example had a backward kernel). Signatures: flash_bwd_launch_template.h and
+# flash_bwd_preprocess_kernel.h (Dao-AILab/flash-attention csrc/flash_attn/src):
+#   Flash_bwd_kernel_traits<kHeadDim, kBlockM, kBlockN, kNWarps, AtomLayoutMSdP, AtomLayoutNdKV,
+#                           AtomLayoutMdQ, Is_V_in_regs, No_double_buffer, elem_type, Base>
+#   flash_bwd_dot_do_o_kernel<bool Clear_dQaccum, Kernel_traits>: rowsum(dO * O), the softmax gradient's D
+#   flash_bwd_convert_dq_kernel<Kernel_traits>: dQ accumulated in fp32, written in the element type
+#   flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Kernel_traits, Is_dropout, Is_causal, Is_local,
+#                                                Has_alibi, Is_even_MN, Is_even_K, Is_softcap>
+BWD_TRAITS = ("Flash_bwd_kernel_traits<64, 128, 128, 8, 4, 4, 4, false, false, cutlass::bfloat16_t, "
+              "Flash_kernel_traits<64, 128, 128, 8, cutlass::bfloat16_t> >")
+FLASH_BWD = {
+    "dot_do_o": f"void pytorch_flash::flash_bwd_dot_do_o_kernel<true, {BWD_TRAITS} >(pytorch_flash::Flash_bwd_params)",
+    "convert_dq": f"void pytorch_flash::flash_bwd_convert_dq_kernel<{BWD_TRAITS} >(pytorch_flash::Flash_bwd_params, int)",
+    "main": (f"void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<{BWD_TRAITS}, false, true, false, "
+             "false, true, true, false>(pytorch_flash::Flash_bwd_params)"),
+}
+BWD_TRAIT_VALUES = {"head_dim": 64, "block_m": 128, "block_n": 128, "warps": 8, "AtomLayoutMSdP": 4,
+                    "AtomLayoutNdKV": 4, "AtomLayoutMdQ": 4, "Is_V_in_regs": False, "No_double_buffer": False,
+                    "element": "cutlass::bfloat16_t"}
+
+
+def test_flash_backward_kernels_are_in_the_recorded_training_step():
+    recorded = set()
+    for path in sorted(TRACE_ROOT.glob("*/training/sdpa_flash__*.json.gz")):
+        with gzip.open(path, "rt") as fh:
+            recorded |= {e["name"] for e in json.load(fh)["traceEvents"] if e.get("cat") == "kernel"}
+    assert set(FLASH_BWD.values()) <= recorded  # the examples below are the recording's own names
+
+
+@pytest.mark.parametrize("which, kind, op, computes", [
+    ("dot_do_o", "reduce", "rowsum(dO·O)", "per query row, the dot product of dO and O"),
+    ("convert_dq", "copy", "dQ fp32 → 16-bit", "dQ, accumulated in fp32 across key tiles"),
+])
+def test_flash_backward_helpers(which, kind, op, computes):
+    k = decode(FLASH_BWD[which])
+    assert (k.kind, k.library, k.op, k.dtype, k.math, k.tile) == (kind, "FlashAttention-2", op, "bf16", None, "128x128")
+    d = k.details
+    assert {key: d[key] for key in BWD_TRAIT_VALUES} == BWD_TRAIT_VALUES
+    assert d["computes"].startswith(computes) and d["direction"] == "backward"
+    assert d["function"] == FLASH_BWD[which].split("::")[1].split("<")[0]
+    assert ("Clear_dQaccum" in d) == (which == "dot_do_o") and d.get("Clear_dQaccum", True) is True
+    assert k.summary == f"FlashAttention-2 backward, {op}, head_dim 64, 128x128 tiles, 8 warps"
+
+
+def test_flash_backward_main_kernel():
+    k = decode(FLASH_BWD["main"])
+    assert (k.kind, k.library, k.op, k.dtype, k.math) == ("attention", "FlashAttention-2", "attention backward",
+                                                         "bf16", TENSOR_CORES)
+    d = k.details
+    assert {key: d[key] for key in BWD_TRAIT_VALUES} == BWD_TRAIT_VALUES
+    flags = dict(zip(("Is_dropout", "Is_causal", "Is_local", "Has_alibi", "Is_even_MN", "Is_even_K", "Is_softcap"),
+                     (False, True, False, False, True, True, False)))
+    assert {key: d[key] for key in flags} == flags
+    assert k.summary.endswith(", causal") and "FlashAttention-2 backward (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel)" in k.summary
+
+
+def test_flash_forward_says_causal_and_names_its_function_and_direction():
+    k, hub = decode(FLASH), decode(FLASH_HUB)
+    assert k.summary.endswith(", causal") and "causal" not in hub.summary  # Is_causal true / false
+    assert (k.details["function"], k.details["direction"]) == ("flash_fwd_kernel", "forward")
+    # the namespace before the function wins when the parameter list has none
+    assert decode(FLASH.replace("(pytorch_flash::Flash_fwd_params)", "(Flash_fwd_params)")).details["namespace"] == "pytorch_flash"
+    assert decode(FLASH3).arch == "sm90"
+    assert decode(FLASH3.replace("cutlass::bfloat16_t", "T")).dtype is None  # no element type named
+
+
+def test_flash_names_cut_short_or_with_flags_of_an_unknown_count():
+    bare = decode("flash_fwd_kernel")  # a viewer that keeps the bare function name
+    assert (bare.kind, bare.library, bare.tile, bare.dtype) == ("attention", "FlashAttention-2", None, None)
+    # cut inside the traits: block_m read, block_n lost
+    cut = decode("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128")
+    assert cut.details.get("block_m") == 128 and cut.tile is None and cut.details["truncated"] is True
+    # cut inside the flags: the flags read so far are named in the newest order
+    flags_cut = FLASH[:FLASH.index(", true, true, false, false>")]  # ..., false, true, false, false (4 flags)
+    d = decode(flags_cut).details
+    assert d["truncated"] is True and [d[f] for f in ("Is_dropout", "Is_causal", "Is_local", "Has_alibi")] == \
+        [False, True, False, False]
+    # a closed list of a count no known build has (4): kept as a list, unnamed
+    four = decode(FLASH.replace(", false, true, false, false, true, true, false, false>", ", true, 1, false, x>"))
+    assert four.details["flags"] == [True, True, False, "x"] and "Is_causal" not in four.details
