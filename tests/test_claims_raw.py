@@ -524,9 +524,14 @@ def test_safe_softmax_evidence_from_the_cpu_lane(profiles):
 
 
 def test_single_kernel_lists_every_kernel(profiles):
-    naive = profiles["naive"]
-    v = claims.single_kernel(naive, "FlashAttention-2")
-    assert all(e["name"] in v.evidence for e, _ in forward(naive) if e["cat"] == "kernel")
+    for stage in ("naive", "sdpa_flash"):
+        prof = profiles[stage]
+        kernels = [e for e, _ in forward(prof) if e["cat"] == "kernel"]
+        v = claims.single_kernel(prof, "FlashAttention-2")
+        assert all(e["name"] in v.evidence for e in kernels)
+        plural = "s" if len(kernels) != 1 else ""  # "1 kernel", "12 kernels"
+        assert v.evidence.startswith(f"{len(kernels)} kernel{plural}: " if len(kernels) == len(forward(prof))
+                                     else f"{len(kernels)} kernel{plural} plus ")
 
 
 def without_transposes_but(prof: Profile, keep: int) -> Profile:
@@ -615,6 +620,9 @@ def test_inplace_saves_memory_says_by_how_much(profiles):
     assert w.holds == (saved > 0)
     if saved < 0:
         assert w.difference == f"naive needs {-saved / 2**20:,.0f} MiB more than inplace"
+    lower = edited(inplace, provenance={"peak_memory_bytes": recorded["inplace"]["peak_memory_bytes"] - 2**20})
+    more = claims.inplace_saves_memory(naive, lower)  # naive judged against an in-place run 1 MiB lighter
+    assert not more.holds and more.difference == f"naive needs {(used['naive'] - used['inplace'] + 2**20) / 2**20:,.0f} MiB more than inplace"
     same = claims.inplace_saves_memory(naive, naive)
     assert not same.holds and same.difference == f"the same peak, {used['naive'] / 2**20:,.0f} MiB, in place or not"
     # one byte saved is a saving

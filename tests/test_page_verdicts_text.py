@@ -313,10 +313,11 @@ def test_flex_speed_and_call_time_in_words(profiles, factor):
 def sweep_of(ratios: list[float | None], seqs=None):
     import pandas as pd
     seqs = seqs or [256 * 2**i for i in range(len(ratios))]
-    return pd.DataFrame({"stage": "flex", "seq": seqs, "do_bench / GPU": ratios})
+    # the mask's set-up is None where a stage builds no block mask (sdpa_flash's rows of the sweep)
+    return pd.DataFrame({"stage": "flex", "seq": seqs, "do_bench / GPU": ratios, "mask set-up ms": None})
 
 
-@pytest.mark.parametrize("ratios", [[3.0, 1.5, 1.05], [3.0, 1.5, 1.1], [3.0, 1.5, 1.2], [1.5, 3.0, 1.0],
+@pytest.mark.parametrize("ratios", [[3.0, 1.5, 1.05], [3.0, 1.5, 1.1], [3.0, 1.5, 1.2], [1.5, 3.0, 1.0], [3.0, 1.0], [1.0, 3.0],
                                     [2.5, 1.0, 2.0], [1.0], [], [None, 1.0], [3.0, None, 1.0, 1.0]])
 def test_gap_closes_on_both_sides(ratios):
     """The rule, read off the sweep's own column: widest at the smallest seq, within 10% at the largest."""
@@ -326,6 +327,7 @@ def test_gap_closes_on_both_sides(ratios):
     widest_first = bool(rs) and rs[0] == max(rs)
     closed = bool(rs) and rs[-1] <= 1.10
     v = flex.gap_closes(sweep)
+    assert isinstance(v.claim, str) and "flex" in v.claim
     assert v.holds == (len(rs) > 1 and widest_first and closed)
     assert v.evidence == "do_bench / GPU time: " + ", ".join(f"seq {s}: {r:.2f}×" for s, r in known)
     if not v.holds:
@@ -374,3 +376,39 @@ def test_sliding_evidence_counts_the_visited_blocks_and_says_why_it_differs(prof
     assert t.evidence.startswith(f"flex_sliding: {k['name']}, grid {tuple(k['args']['grid'])}, "
                                  f"{k['args']['registers per thread']} registers, {k['args']['shared memory']} B shared; "
                                  f"flex: {kc['name']}, grid {tuple(kc['args']['grid'])}")
+
+
+def test_flex_grid_read_back_without_the_generated_code_at_another_seq(profiles):
+    f, s = profiles["flex"], profiles["sdpa_flash"]
+    (k,) = kernels(f)
+    grid, shape = k["args"]["grid"], f.provenance.shape
+    # twice the queries and twice the tiles, no generated code: BLOCK_M = seq / grid x (not seq / batch)
+    wider = edited(with_kernel_args(f, "triton_tem", grid=[grid[0] * 2, grid[1], grid[2]]),
+                   provenance={"extra": {}, "shape": shape | {"seq": shape["seq"] * 2}})
+    v = by_claim(flex.verdict_list(wider, s), "one block of the grid per tile")
+    assert f"BLOCK_M {shape['seq'] * 2 // (grid[0] * 2)} (seq / grid x)" in v.evidence and v.holds
+    assert grid[0] * 2 != grid[1]  # the two readings differ here
+    # no tile count recorded (grid x of 0) and no code: no BLOCK_M, and no error
+    flat = edited(with_kernel_args(f, "triton_tem", grid=[0, grid[1], grid[2]]), provenance={"extra": {}})
+    z = by_claim(flex.verdict_list(flat, s), "one block of the grid per tile")
+    assert not z.holds and "BLOCK_M None (seq / grid x)" in z.evidence
+
+
+def test_flex_says_how_long_a_call_takes_against_its_kernel(profiles):
+    f = profiles["flex"]
+    bench = 3 * gpu_last(f)
+    v = by_claim(flex.verdict_list(edited(f, provenance={"do_bench_us": bench}), profiles["sdpa_flash"]),
+                 "a call takes as long as its kernel")
+    assert not v.holds and f"a call takes {bench / gpu_last(f):.2f}× the kernel time" in v.difference
+
+
+def test_hub_kernel_of_two_is_the_longer(profiles):
+    naive = profiles["naive"]
+    ks = kernels(naive)
+    longest = max(ks, key=lambda e: e["dur"])
+    last = ks[-1]
+    assert last["dur"] < longest["dur"]
+    keep = {longest["args"]["correlation"], last["args"]["correlation"]}
+    two = edited(naive, keep=lambda e: e.get("cat") != "kernel" or e["args"].get("correlation") in keep)
+    assert len(kernels(two)) == 2
+    assert hub._kernel(two)["name"] == longest["name"]
