@@ -488,6 +488,7 @@ def test_many_kernels_names_the_fused_stage_and_the_count(profiles):
     assert v.evidence == f"{len(forward(math))} GPU events per forward; sdpa_flash launches {len(forward(flash))}"
     f = claims.many_kernels(flash)
     assert not f.holds and f.difference == f"only {len(forward(flash))} GPU events"
+    assert f.evidence == f"{len(forward(flash))} GPU events per forward"  # no other stage named
 
 
 def test_math_fp32_gemms_needs_both_fp32_and_ffma(profiles):

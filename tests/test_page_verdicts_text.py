@@ -254,7 +254,10 @@ def test_flex_mask_evidence_counts_and_set_up_time(profiles):
     vmapped = edited(f)
     vmapped.events.append({"ph": "X", "cat": "cpu_op", "name": "torch.vmap", "pid": attn["pid"], "tid": attn["tid"],
                            "ts": attn["ts"] + 1, "dur": 1, "args": {}})
-    for prof in (f, vmapped):
+    trilled = edited(vmapped)
+    trilled.events.append({"ph": "X", "cat": "cpu_op", "name": "aten::tril", "pid": attn["pid"], "tid": attn["tid"],
+                           "ts": attn["ts"] + 3, "dur": 1, "args": {}})
+    for prof in (f, vmapped, trilled):
         ops = ops_of(prof)
         mask_ops = sorted({o for o in ops if any(o.startswith(m) or m in o for m in flex.MASK_OPS)})
         aten = sum(o.startswith("aten::") for o in ops if o != "attn_fwd")
