@@ -24,7 +24,8 @@ _ATEN_OPS = [  # (pattern, op); first match wins, so specific before general
     (r"exp2_kernel", "exp2"), (r"exp_kernel", "exp"), (r"log_kernel", "log"),
     (r"neg_kernel", "neg"), (r"abs_kernel", "abs"), (r"rsqrt_kernel", "rsqrt"),
     (r"sqrt_kernel", "sqrt"), (r"reciprocal_kernel", "reciprocal"), (r"sigmoid_kernel", "sigmoid"),
-    (r"tanh_kernel", "tanh"), (r"pow_\w*kernel", "pow"), (r"clamp\w*kernel", "clamp"),
+    (r"tanh_kernel", "tanh"), (r"pow_\w*kernel", "pow"), (r"clamp\w*kernel|launch_clamp_scalar", "clamp"),
+    (r"threshold_kernel", "threshold"),  # ReLU's backward (aten::threshold_backward)
     (r"logical_not_kernel", "logical_not"), (r"logical_and_kernel", "logical_and"),
     (r"logical_or_kernel", "logical_or"), (r"bitwise_not_kernel", "bitwise_not"),
     (r"bitwise_\w+_kernel", "bitwise"),
