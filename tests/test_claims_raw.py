@@ -637,3 +637,40 @@ def test_revealed_leaves_out_a_stage_whose_reference_is_missing(profiles):
     # inplace is judged against naive (its verdicts compare the two): without naive, no inplace row
     assert "inplace" not in claims.revealed({"inplace": profiles["inplace"]})
     assert "inplace" in claims.revealed({"inplace": profiles["inplace"], "naive": profiles["naive"]})
+
+
+# --- where each backend's CPU time goes (06_sdpa_cudnn's table; no test reached it) -------------
+
+def raw_depths(prof: Profile) -> list[tuple[dict, int, float]]:
+    """The host ops of the last step's attn_fwd (itself at depth 0), each with its depth (how many of
+    them enclose it) and self time (its duration less its direct children's), read raw."""
+    events = prof.events
+    _, (lo, hi), _ = raw_last_step_of(events)
+    root = next(e for e in events if e.get("name") == "attn_fwd" and e.get("cat") == "user_annotation"
+                and e.get("ph") == "X" and lo <= e["ts"] <= hi)
+    inside = [e for e in events if e.get("cat") in ("cpu_op", "user_annotation") and e.get("ph") == "X"
+              and root["ts"] <= e["ts"] and e["ts"] + e["dur"] <= root["ts"] + root["dur"]]
+    encloses = lambda a, b: a is not b and a["ts"] <= b["ts"] and b["ts"] + b["dur"] <= a["ts"] + a["dur"]  # noqa: E731
+    out = []
+    for e in inside:
+        parents = [o for o in inside if encloses(o, e)]
+        children = [o for o in inside if encloses(e, o) and not any(encloses(m, o) and encloses(e, m) for m in inside)]
+        out.append((e, len(parents), e["dur"] - sum(c["dur"] for c in children)))
+    return out
+
+
+def test_cpu_time_split_from_the_raw_host_ops(profiles):
+    named = {k: profiles[k] for k in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")}
+    table = claims.cpu_time_split(named)
+    assert list(table.index) == list(named)
+    for stage, prof in named.items():
+        ops = raw_depths(prof)
+        (root,) = [e for e, depth, _ in ops if depth == 0]
+        row = table.loc[stage]
+        assert row["attn_fwd µs"] == round(root["dur"], 1)
+        for depth in (1, 2, 3):
+            at = [(e, own) for e, d, own in ops if d == depth]
+            if at:
+                top, own = max(at, key=lambda x: x[0]["dur"])
+                assert row[f"depth {depth} op"] == top["name"]
+                assert row[f"depth {depth} self µs"] == pytest.approx(round(own, 1), abs=0.051)
