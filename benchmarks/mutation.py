@@ -155,16 +155,21 @@ def function_of(mutant: str) -> str:
     return mutant.rsplit("__mutmut_", 1)[0]
 
 
-def scores(work: Path, layout: dict, base: Path | None = None) -> tuple[dict, dict]:
-    """Counts per module and the survivors. With `base` (an earlier run's folder), this folder's results
-    stand over the base's: mutant by mutant, or for a whole function where this folder judged all of
-    its mutants (its code changed since, so mutmut numbered its mutants afresh)."""
-    results = codes(work, layout)
-    if base is not None:
-        judged_whole = {function_of(m) for m in results} - {function_of(m) for m, (_, c) in results.items() if c is None}
-        merged = {m: r for m, r in codes(base, layout).items() if function_of(m) not in judged_whole}
-        merged |= {m: r for m, r in results.items() if r[1] is not None or m not in merged}
-        results = merged
+def over(older: dict, newer: dict) -> dict:
+    """`newer`'s results over `older`'s: mutant by mutant, or for a whole function where `newer` judged
+    all of its mutants (its code changed since, so mutmut numbered its mutants afresh)."""
+    judged_whole = {function_of(m) for m in newer} - {function_of(m) for m, (_, c) in newer.items() if c is None}
+    merged = {m: r for m, r in older.items() if function_of(m) not in judged_whole}
+    merged |= {m: r for m, r in newer.items() if r[1] is not None or m not in merged}
+    return merged
+
+
+def scores(work: Path, layout: dict, base: list[Path] | None = None) -> tuple[dict, dict]:
+    """Counts per module and the survivors; with `base` (earlier runs' folders, oldest first), each
+    later run's results stand over the earlier ones' and this folder's over them all."""
+    results = {}
+    for folder in [*(base or []), work]:
+        results = over(results, codes(folder, layout))
     by_module: dict[str, Counter] = defaultdict(Counter)
     survivors: dict[str, list[str]] = defaultdict(list)
     status = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
@@ -216,7 +221,7 @@ def main() -> None:
     parser.add_argument("--tests", default=",".join(FAST), help="test files, comma-separated")
     parser.add_argument("--deselect", default=DESELECT, help="a -k expression the tests run under")
     parser.add_argument("--report", action="store_true", help="only report on the run kept in --keep")
-    parser.add_argument("--base", help="an earlier run's kept folder: report its results with this run's over them")
+    parser.add_argument("--base", help="earlier runs' kept folders, comma-separated, oldest first: report them with each later run's results over them")
     parser.add_argument("--rerun", help="a --json file of an earlier run: run only its survivors (with today's tests)")
     parser.add_argument("--survivors", action="store_true",
                         help="print each survivor's diff, marked W where it only rewords a string")
@@ -247,7 +252,7 @@ def main() -> None:
         if names or not (args.counted_only or args.rerun):
             subprocess.run([str(mutmut), "run", "--max-children", os.environ.get("MUTATION_CHILDREN", "2"), *names],
                            cwd=work, env=env)
-    by_module, survivors = scores(work, layout, Path(args.base) if args.base else None)
+    by_module, survivors = scores(work, layout, [Path(b) for b in args.base.split(",")] if args.base else None)
     print(f"\nmutation scores in {work} ({args.commit or 'this checkout'})")
     print(f"{'module':<16} {'killed':>7} {'survived':>9} {'timeout':>8} {'no tests':>9} {'not run':>8} {'score':>7}")
     for module in layout:
