@@ -772,7 +772,8 @@ def test_flash_forward_says_causal_and_names_its_function_and_direction():
     # the namespace before the function wins when the parameter list has none
     assert decode(FLASH.replace("(pytorch_flash::Flash_fwd_params)", "(Flash_fwd_params)")).details["namespace"] == "pytorch_flash"
     assert decode(FLASH3).arch == "sm90"
-    assert decode(FLASH3.replace("cutlass::bfloat16_t", "T")).dtype is None  # no element type named
+    unnamed = decode(FLASH3.replace("cutlass::bfloat16_t", "T"))  # no element type named
+    assert (unnamed.library, unnamed.dtype) == ("FlashAttention-3", None)
 
 
 def test_flash_names_cut_short_or_with_flags_of_an_unknown_count():
@@ -786,6 +787,9 @@ def test_flash_names_cut_short_or_with_flags_of_an_unknown_count():
     d = decode(flags_cut).details
     assert d["truncated"] is True and [d[f] for f in ("Is_dropout", "Is_causal", "Is_local", "Has_alibi")] == \
         [False, True, False, False]
+    # cut after seven flags: named in the newest order (softcap 7th), not by the older 7-flag build's
+    seven = decode(FLASH[:FLASH.index(", false>(pytorch_flash")]).details
+    assert seven["truncated"] is True and "Is_softcap" in seven and "Return_softmax" not in seven
     # a closed list of a count no known build has (4): kept as a list, unnamed
     four = decode(FLASH.replace(", false, true, false, false, true, true, false, false>", ", true, 1, false, x>"))
     assert four.details["flags"] == [True, True, False, "x"] and "Is_causal" not in four.details
