@@ -432,6 +432,7 @@ def test_matches_the_driver_on_real_kernels():
     (dict(threads_per_block=128, registers_per_thread=32, shared_memory_per_block=1.5),
      "shared_memory_per_block must be an integer, got 1.5"),
     (dict(threads_per_block=128, registers_per_thread=32, carveout="half"), "carveout must be an integer, got 'half'"),
+    (dict(threads_per_block=True, registers_per_thread=32), "threads_per_block must be an integer, got True"),
 ])
 def test_bad_input_names_the_value_given(kwargs, given):
     with pytest.raises(ValueError) as info:
@@ -450,3 +451,7 @@ def test_kineto_estimate_names_a_bad_count_and_omitted_shared_memory_is_none():
     # shared memory left out is none at all: the same answer as 0 bytes, for every limiter's side
     for threads, regs in ((128, 32), (1024, 64), (64, 255), (32, 16)):
         assert occupancy("9.0", threads, regs) == occupancy("9.0", threads, regs, 0)
+
+    # a whole float is that integer (a value read from JSON or a spreadsheet), and one SM is a valid count
+    assert occupancy("9.0", 128.0, 32.0, 1024.0) == occupancy("9.0", 128, 32, 1024)
+    assert 0 <= kineto_estimated_occupancy_pct("9.0", 128, 32, 0, grid_blocks=1, sm_count=1) <= 100
