@@ -226,7 +226,7 @@ def main() -> None:
     parser.add_argument("--survivors", action="store_true",
                         help="print each survivor's diff, marked W where it only rewords a string")
     parser.add_argument("--counted-only", action="store_true",
-                        help="mutate only the counted functions (the verdicts of claims' neighbours); "
+                        help="mutate only the counted functions (compiled, flex, hub_flash: their verdict functions; elsewhere every function); "
                              "in a kept folder, run only the counted mutants that have no result yet")
     parser.add_argument("--modules", default=",".join(LAYOUTS["layout"]),
                         help="the modules to mutate, comma-separated (default: all of them)")

@@ -793,3 +793,44 @@ def test_flash_names_cut_short_or_with_flags_of_an_unknown_count():
     # a closed list of a count no known build has (4): kept as a list, unnamed
     four = decode(FLASH.replace(", false, true, false, false, true, true, false, false>", ", true, 1, false, x>"))
     assert four.details["flags"] == [True, True, False, "x"] and "Is_causal" not in four.details
+
+
+# cuDNN's SDPA backward as the recorded training step of your model launches it (own_model/
+# encoder_train_step): its generated bprop kernel and the two fusion helpers (cudnn::fusion::...),
+# and the generated name's every token (cuDNN's frontend names them
+# cudnn_generated_fort_native_sdpa_<arch>_<algo>_<fprop|bprop>_<mma>_<precision>_knob_<n>_<tile>_<warps>_cga<cluster>_kernel<i>_<suffix>)
+CUDNN_BWD = "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1_cga1x1x1_kernel0_0"
+CUDNN_HELPERS = ("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*, void const*, void*, void*, "
+                 "unsigned int, unsigned int, unsigned int, unsigned int)",
+                 "void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*, unsigned int, unsigned int)")
+
+
+def test_cudnn_names_of_the_recorded_training_step():
+    path = next(TRACE_ROOT.glob("*/own_model/encoder_train_step.json.gz"))
+    with gzip.open(path, "rt") as fh:
+        recorded = {e["name"] for e in json.load(fh)["traceEvents"] if e.get("cat") == "kernel"}
+    assert CUDNN_BWD in recorded
+    assert all(any(r.startswith(h.split("(")[0]) for r in recorded) for h in CUDNN_HELPERS)
+    k = decode(CUDNN_BWD)
+    assert fields(k) == ("attention", "cuDNN", "attention backward", "16-bit", TENSOR_CORES, "sm90", "64x64x64")
+    d = k.details
+    assert (d["direction"], d["direction_words"], d["knob"], d["warp_layout"], d["cluster"]) == (
+        "bprop", "backward", 26, "1x4x1", "1x1x1")
+    assert (d["kernel_index"], d["suffix"], d["other_tokens"]) == ("0", "0", ["fort", "native"])
+    assert d["mma_words"].startswith("wgmma") and "other_dims" not in d
+    assert k.summary.startswith("cuDNN SDPA")
+    dot, dq = (decode(h) for h in CUDNN_HELPERS)
+    assert (dot.kind, dot.library, dot.op, dot.details["function"], dot.details["direction"]) == (
+        "reduce", "cuDNN", "rowsum(dO·O)", "compute_dot_do_o_specialized", "backward")
+    assert (dq.kind, dq.library, dq.op, dq.details["function"]) == ("copy", "cuDNN", "dQ fp32 → 16-bit", "convert_dq_to_16bits")
+    assert dot.summary == "cuDNN SDPA backward helper, rowsum(dO·O)"
+
+
+def test_cudnn_suffixes_extra_dims_and_a_knob_without_its_number():
+    k = decode("cudnn_generated_fort_native_sdpa_sm100_flash_bprop_umma_f16_knob_2_128x128x64_2x1x1_1x1x1_cga1x1x1_kernel3_0_x")
+    assert (k.tile, k.details["warp_layout"], k.details["other_dims"]) == ("128x128x64", "2x1x1", ["1x1x1"])
+    assert (k.details["kernel_index"], k.details["suffix"]) == ("3", "0_x")
+    cut = decode("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob")  # cut after "knob"
+    assert "knob" not in cut.details and cut.details["other_tokens"][-1] == "knob"
+    bare = decode("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_kernel")
+    assert bare.details.get("kernel_index") is None and bare.details.get("suffix") is None
