@@ -834,3 +834,32 @@ def test_cudnn_suffixes_extra_dims_and_a_knob_without_its_number():
     assert "knob" not in cut.details and cut.details["other_tokens"][-1] == "knob"
     bare = decode("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_kernel")
     assert bare.details.get("kernel_index") is None and bare.details.get("suffix") is None
+
+
+def test_runtime_copies_and_sets_in_words():
+    # Kineto's own names for the runtime's copies and sets: "Memcpy <dir> (<src> -> <dst>)", "Memset (<where>)"
+    h = decode("Memcpy HtoD (Pageable -> Device)")
+    assert (h.op, h.summary, h.details["direction_words"]) == ("memcpy HtoD", "runtime copy HtoD (Pageable -> Device)",
+                                                                "host to device")
+    bare = decode("Memcpy DtoH")
+    assert (bare.summary, bare.details) == ("runtime copy DtoH", {"direction": "DtoH", "direction_words": "device to host"})
+    s = decode("Memset (Device)")
+    assert (s.op, s.summary) == ("memset", "runtime memset (Device)")
+    assert (decode("Memset").summary, decode("Memset").details) == ("runtime memset", {})
+
+
+@pytest.mark.parametrize("name, kind, op, kernel_class, ops, index", [
+    # Inductor: triton_{class}_fused_{aten ops}_{index}; a template (tem) is a matmul or flex attention
+    ("triton_tem_fused_mm_0", "gemm", "mm", "template", ["mm"], 0),
+    ("triton_tem_fused_addmm_relu_3", "gemm", "addmm", "template", ["addmm", "relu"], 3),
+    ("triton_tem_fused_convolution_1", "fused", "convolution", "template", ["convolution"], 1),
+    ("triton_per_fused_mm_2", "fused", "mm", "persistent reduction", ["mm"], 2),
+    ("triton_poi_fused_7", "fused", None, "pointwise", [], 7),
+    ("triton_xyz_fused_add", "fused", "add", "xyz", ["add"], None),
+])
+def test_triton_classes_templates_and_indices(name, kind, op, kernel_class, ops, index):
+    k = decode(name)
+    assert (k.kind, k.library, k.op) == (kind, "Triton", op)
+    d = k.details
+    assert (d["kernel_class"], d["class_token"], d["fused_ops"], d["index"]) == (kernel_class, name.split("_")[1], ops, index)
+    assert k.summary == f"Triton {kernel_class}" + (f": {', '.join(ops)}" if ops else "")
