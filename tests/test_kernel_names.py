@@ -863,3 +863,39 @@ def test_triton_classes_templates_and_indices(name, kind, op, kernel_class, ops,
     d = k.details
     assert (d["kernel_class"], d["class_token"], d["fused_ops"], d["index"]) == (kernel_class, name.split("_")[1], ops, index)
     assert k.summary == f"Triton {kernel_class}" + (f": {', '.join(ops)}" if ops else "")
+
+
+# ATen's softmax kernels, as PersistentSoftmax.cuh and SoftMax.cu declare them:
+#   softmax_warp_{forward,backward}<input_t, output_t, acc_t, log2_elements, is_log_softmax, is_masked>
+#   cunn_SoftMaxForward<ILP, scalar_t, accscalar_t, outscalar_t, Epilogue>, ...Smem<..., index_t>,
+#   cunn_SoftMaxForwardReg<scalar_t, accscalar_t, outscalar_t, Epilogue, index_t, reg_cnt>
+# (the backward and the Reg form are the recorded traces' own names: training/inplace, inplace s4096)
+WARP_BWD = ("void (anonymous namespace)::softmax_warp_backward<c10::BFloat16, c10::BFloat16, float, 10, false, false>"
+            "(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, int, int, int, bool const*)")
+
+
+@pytest.mark.parametrize("name, op, dtype, details, summary", [
+    (WARP_BWD, "softmax backward", "bf16",
+     {"function": "softmax_warp_backward", "log2_elements": 10, "elements_per_row": 1024, "is_log_softmax": False,
+      "algorithm": "one warp per row, row held in registers (dim <= 1024)"},
+     "ATen softmax backward, softmax_warp_backward, bf16, rows of 1024"),
+    (WARP_BWD.replace("10, false, false>", "9, true, false>").replace("c10::BFloat16", "float"), "log_softmax backward", "fp32",
+     {"is_log_softmax": True, "elements_per_row": 512}, "ATen log_softmax backward, softmax_warp_backward, fp32, rows of 512"),
+    (CUNN_SOFTMAX.replace("SoftMaxForwardEpilogue", "LogSoftMaxForwardEpilogue"), "log_softmax", "bf16",
+     {"ILP": 8, "epilogue": "LogSoftMaxForwardEpilogue", "algorithm": "one block per row"},
+     "ATen log_softmax, cunn_SoftMaxForward, bf16"),
+    (CUNN_SOFTMAX.replace("cunn_SoftMaxForward<", "cunn_SoftMaxForwardSmem<").replace(">(c10", ", long>(c10"),
+     "softmax", "bf16", {"index_t": "long", "algorithm": "one block per row, row staged in shared memory"},
+     "ATen softmax, cunn_SoftMaxForwardSmem, bf16"),
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<c10::BFloat16, float, c10::BFloat16, "
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue, long, 4>(c10::BFloat16*, c10::BFloat16 const*, long)",
+     "softmax", "bf16", {"reg_cnt": 4, "algorithm": "one block per row, row held in registers"},
+     "ATen softmax, cunn_SoftMaxForwardReg, bf16"),
+])
+def test_aten_softmax_variants(name, op, dtype, details, summary):
+    k = decode(name)
+    assert (k.kind, k.library, k.op, k.dtype) == ("softmax", "ATen", op, dtype)
+    assert {key: k.details.get(key) for key in details} == details
+    assert k.summary == summary and "truncated" not in k.details
+    cut = decode(name[:name.index(",") + 1])  # cut after the first template argument
+    assert (cut.kind, cut.details["truncated"]) == ("softmax", True)
