@@ -899,3 +899,19 @@ def test_aten_softmax_variants(name, op, dtype, details, summary):
     assert k.summary == summary and "truncated" not in k.details
     cut = decode(name[:name.index(",") + 1])  # cut after the first template argument
     assert (cut.kind, cut.details["truncated"]) == ("softmax", True)
+
+
+@pytest.mark.parametrize("name, tile, cluster, other_dims, parts", [
+    # cuBLAS 12's nvjet names: nvjet_<arch>_<variant>_<MxN tile>_<dims>_<cluster>_<h: 16-bit inputs>_<bz: beta 0>_<schedule>_<layout>
+    (NVJET_A, "256x128", "1x2", None, ["cuBLAS nvjet gemm (sm90)", "256x128 tile", "cluster 1x2", "TNT", "coopA",
+                                       "16-bit inputs", "beta 0"]),
+    ("nvjet_tst_64x8_64x16_4x1_v_bz_NTN", "64x8", "4x1", None, ["cuBLAS nvjet gemm", "64x8 tile", "cluster 4x1", "NTN", "beta 0"]),
+    ("nvjet_sm90_tst_64x128_64x8_2x1_2x2_v_splitK_NTN", "64x128", "2x1", ["2x2"],
+     ["cuBLAS nvjet gemm (sm90)", "64x128 tile", "cluster 2x1", "NTN"]),
+    ("nvjet_sm90_tst_128x64", "128x64", None, None, ["cuBLAS nvjet gemm (sm90)", "128x64 tile"]),
+])
+def test_nvjet_summary_and_dims(name, tile, cluster, other_dims, parts):
+    k = decode(name)
+    assert (k.kind, k.library, k.tile, k.details.get("cluster"), k.details.get("other_dims")) == (
+        "gemm", "cuBLAS (nvjet)", tile, cluster, other_dims)
+    assert k.summary == ", ".join(parts)  # each part a token of the name, in the name's words
