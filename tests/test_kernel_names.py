@@ -915,3 +915,26 @@ def test_nvjet_summary_and_dims(name, tile, cluster, other_dims, parts):
     assert (k.kind, k.library, k.tile, k.details.get("cluster"), k.details.get("other_dims")) == (
         "gemm", "cuBLAS (nvjet)", tile, cluster, other_dims)
     assert k.summary == ", ".join(parts)  # each part a token of the name, in the name's words
+
+
+# cuBLAS's xmma names: sm<cc>_xmma_<op>_<A B types>_<C acc types>_<out type>_<layouts>_tilesize<MxNxK>_
+# stage<n>_warpsize<MxNxK>_<unit: ffma / hmma / tensor...>_..._kernel[__5x_cublas]
+XMMA_HMMA = "sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize64x64x32_stage4_warpsize2x2x1_hmma_kernel"
+XMMA_BARE = "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_kernel"  # no unit named
+
+
+@pytest.mark.parametrize("name, dtype, math, parts, details", [
+    (XMMA_BF16, "bf16", TENSOR_CORES, ["cuBLAS xmma gemm (sm80)", "bf16", "128x128x32 tile", "3 stages", "warps 2x2x1",
+                                      "tn", TENSOR_CORES], {"layout_tokens": ["tn", "n"], "from": None, "mma": None}),
+    (XMMA_F32_TN, "fp32", FFMA, ["cuBLAS xmma gemm (sm80)", "fp32", "128x128x8 tile", "3 stages", "warps 2x2x1", "tn", FFMA],
+     {"from": "cuBLAS", "type_tokens": ["f32f32", "f32f32", "f32"]}),
+    (XMMA_HMMA, "fp16", TENSOR_CORES, ["cuBLAS xmma gemm (sm80)", "fp16", "64x64x32 tile", "4 stages", "warps 2x2x1", "nn",
+                                      TENSOR_CORES], {"mma": "hmma", "math_inferred": None}),
+    (XMMA_BARE, "bf16", TENSOR_CORES, ["cuBLAS xmma gemm (sm80)", "bf16", "128x128x32 tile", "tn", TENSOR_CORES],
+     {"math_inferred": "from the 16/8-bit input type", "stages": None}),
+])
+def test_xmma_summary_units_and_types(name, dtype, math, parts, details):
+    k = decode(name)
+    assert (k.kind, k.library, k.dtype, k.math) == ("gemm", "cuBLAS", dtype, math)
+    assert k.summary == ", ".join(parts)
+    assert {key: k.details.get(key) for key in details} == details
