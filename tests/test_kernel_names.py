@@ -938,3 +938,37 @@ def test_xmma_summary_units_and_types(name, dtype, math, parts, details):
     assert (k.kind, k.library, k.dtype, k.math) == ("gemm", "cuBLAS", dtype, math)
     assert k.summary == ", ".join(parts)
     assert {key: k.details.get(key) for key in details} == details
+
+
+# xformers' backward as the recorded training step launches it (training/sdpa_efficient), read by
+# kernel_backward.h's AttentionBackwardKernel<ArchTag, scalar_t, kIsAligned, kApplyDropout,
+# kPreload_MMAs, kBlockSizeI, kBlockSizeJ, kMaxK, kKeysQueriesAlignedToBlockSize> and its generated
+# name fmha_cutlassB_<type>_<aligned>_<IxJ>_k<maxK>[_dropout][_seqaligned]_sm<cc>
+CUTLASS_B = ("fmha_cutlassB_bf16_aligned_64x64_k64_seqaligned_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<"
+             "cutlass::arch::Sm80, cutlass::bfloat16_t, true, false, true, 64, 64, 64, true>::Params)")
+
+
+def test_cutlass_mem_efficient_backward_of_the_recorded_training_step():
+    with gzip.open(next(TRACE_ROOT.glob("*/training/sdpa_efficient__*.json.gz")), "rt") as fh:
+        assert CUTLASS_B in {e["name"] for e in json.load(fh)["traceEvents"] if e.get("cat") == "kernel"}
+    k = decode(CUTLASS_B)
+    assert fields(k) == ("attention", "CUTLASS (xformers mem-efficient)", "attention backward", "bf16", TENSOR_CORES,
+                         "sm80", "64x64")
+    d = k.details
+    assert (d["direction"], d["block_i"], d["block_j"], d["max_k"], d["keys_queries_aligned_to_blocksizes"]) == (
+        "backward", 64, 64, 64, True) and "dropout" not in d
+    assert d["template"] == {"arch_tag": "cutlass::arch::Sm80", "scalar_t": "cutlass::bfloat16_t", "is_aligned": True,
+                             "kApplyDropout": False, "kPreload_MMAs": True, "kBlockSizeI": 64, "kBlockSizeJ": 64,
+                             "kMaxK": 64, "kKeysQueriesAlignedToBlockSize": True}
+    assert k.summary == "memory-efficient attention backward (cutlassB), bf16, 64x64 tiles, sm80"
+    assert decode("fmha_cutlassB_bf16_aligned_64x64_k64_dropout_sm80").details["dropout"] is True
+    cut = decode(CUTLASS_B[:CUTLASS_B.index("true, false")])  # the template cut after its two types
+    assert cut.details["template"] == {"arch_tag": "cutlass::arch::Sm80", "scalar_t": "cutlass::bfloat16_t", "truncated": True}
+    assert cut.arch == "sm80" and cut.dtype == "bf16"
+
+
+def test_cutlass_mem_efficient_forward_summary():
+    k = decode(CUTLASS_F)  # the recorded sdpa_efficient forward's own name
+    assert k.summary == "memory-efficient attention forward (cutlassF), bf16, 64x64 tiles, output in registers, sm80"
+    g = decode("fmha_cutlassF_f32_aligned_32x128_gmem_sm80")
+    assert "output in registers" not in g.summary and g.summary.endswith(", sm80")
