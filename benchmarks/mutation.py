@@ -46,7 +46,8 @@ LAYOUTS = {  # the paths before and after issue 19's layout
 }
 # the fast tests: no book build, no browser, no notebook executed, no server started, no sweep of
 # every recording (those run in the suite; here each mutant reruns the tests that reach it)
-FAST = ["tests/test_claims_raw.py", "tests/test_page_verdicts_raw.py", "tests/test_lessons.py",
+FAST = ["tests/test_claims_raw.py", "tests/test_page_verdicts_raw.py", "tests/test_page_verdicts_text.py",
+        "tests/test_lessons.py",
         "tests/test_compiled_flex.py", "tests/test_hub.py", "tests/test_kernel_names.py",
         "tests/test_occupancy.py", "tests/test_own_traces.py"]
 DESELECT = ("not glues and not notebook_runs and not live and not profile_code and not progress_bar"
@@ -87,8 +88,12 @@ def configure(work: Path, modules: list[str], tests: list[str], deselect: str) -
 
 
 def module_of(layout: dict, source: str) -> str | None:
+    # a file named on its own (the flash decoder) before a folder's pattern (names/*) that holds it
+    exact = [m for m, pattern in layout.items() if source == pattern]
+    if exact:
+        return exact[0]
     for module, pattern in layout.items():
-        if Path(source).match(pattern) or source == pattern:
+        if Path(source).match(pattern):
             return module
     return None
 
@@ -102,24 +107,110 @@ def counted(module: str, mutant: str) -> bool:
     return bool(m) and m.group(1) in functions
 
 
-def scores(work: Path, layout: dict) -> tuple[dict, dict]:
-    by_module: dict[str, Counter] = defaultdict(Counter)
-    survivors: dict[str, list[str]] = defaultdict(list)
-    status = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
-              36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
+def dotted(pattern: str) -> str:
+    """helpers/chapters/compiled.py -> helpers.chapters.compiled; helpers/core/names/* -> helpers.core.names.*"""
+    return pattern.removesuffix(".py").replace("/", ".")
+
+
+def globs(layout: dict) -> list[str]:
+    """mutmut's mutant-name patterns for the counted functions alone (compiled, flex and hub_flash are
+    mostly tables: mutating their every function would spend hours on mutants that are not counted)"""
+    out = []
+    for module, pattern in layout.items():
+        functions = VERDICTS.get(module)
+        whole = dotted(pattern) if pattern.endswith("*") else f"{dotted(pattern)}.*"  # names/*: __init__'s too
+        out += [f"{dotted(pattern)}.x_{f}__mutmut_*" for f in functions] if functions else [whole]
+    return out
+
+
+def unrun(work: Path, layout: dict) -> list[str]:
+    """the counted mutants of an earlier, stopped run that have no result yet (mutmut reruns every
+    mutant named on its command line, so a resumed run names only these)"""
+    names = []
+    for meta in (work / "mutants").rglob("*.py.meta"):
+        source = str(meta.relative_to(work / "mutants")).removesuffix(".meta")
+        module = module_of(layout, source)
+        if module is None:
+            continue
+        names += [m for m, code in json.loads(meta.read_text())["exit_code_by_key"].items()
+                  if code is None and counted(module, m)]
+    return names
+
+
+def codes(work: Path, layout: dict) -> dict[str, tuple[str, int | None]]:
+    """mutant -> (module, mutmut's exit code or None) for the counted mutants of a run's folder."""
+    out = {}
     for meta in (work / "mutants").rglob("*.py.meta"):
         source = str(meta.relative_to(work / "mutants")).removesuffix(".meta")
         module = module_of(layout, source)
         if module is None:
             continue
         for mutant, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-            if not counted(module, mutant):
-                continue
-            s = status.get(code, "suspicious")
-            by_module[module][s] += 1
-            if s == "survived":
-                survivors[module].append(mutant)
+            if counted(module, mutant):
+                out[mutant] = (module, code)
+    return out
+
+
+def function_of(mutant: str) -> str:
+    return mutant.rsplit("__mutmut_", 1)[0]
+
+
+def over(older: dict, newer: dict) -> dict:
+    """`newer`'s results over `older`'s: mutant by mutant, or for a whole function where `newer` judged
+    all of its mutants (its code changed since, so mutmut numbered its mutants afresh)."""
+    judged_whole = {function_of(m) for m in newer} - {function_of(m) for m, (_, c) in newer.items() if c is None}
+    merged = {m: r for m, r in older.items() if function_of(m) not in judged_whole}
+    merged |= {m: r for m, r in newer.items() if r[1] is not None or m not in merged}
+    return merged
+
+
+def scores(work: Path, layout: dict, base: list[Path] | None = None) -> tuple[dict, dict]:
+    """Counts per module and the survivors; with `base` (earlier runs' folders, oldest first), each
+    later run's results stand over the earlier ones' and this folder's over them all."""
+    results = {}
+    for folder in [*(base or []), work]:
+        results = over(results, codes(folder, layout))
+    by_module: dict[str, Counter] = defaultdict(Counter)
+    survivors: dict[str, list[str]] = defaultdict(list)
+    status = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
+              36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
+    for mutant, (module, code) in sorted(results.items()):
+        s = status.get(code, "suspicious")
+        by_module[module][s] += 1
+        if s == "survived":
+            survivors[module].append(mutant)
     return by_module, survivors
+
+
+def _functions(text: str) -> dict[str, str]:
+    """Each function of a mutmut-mutated file by name (mutmut writes every mutant as its own function)."""
+    return {m.group(2): m.group(0) for m in re.finditer(
+        r"^( *)def (\w+)\(.*?(?=^\1?(?:def |class |@|\S)|\Z)", text, re.S | re.M)}
+
+
+def diff(work: Path, mutant: str, cache: dict = {}) -> list[str]:
+    """The lines a mutant changes: '- original' then '+ mutated'."""
+    module, fn = mutant.rsplit(".", 1)
+    path = work / "mutants" / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = work / "mutants" / module.replace(".", "/") / "__init__.py"
+    if path not in cache:
+        cache[path] = _functions(path.read_text())
+    fn = fn.split("ǁ")[-1]
+    orig, mut = cache[path].get(fn.rsplit("__mutmut_", 1)[0] + "__mutmut_orig"), cache[path].get(fn)
+    if orig is None or mut is None:
+        return []
+    import difflib
+    return [line.strip() for line in difflib.unified_diff(orig.splitlines()[1:], mut.splitlines()[1:], lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+def wording(lines: list[str]) -> bool:
+    """A mutant that only re-cases a string or wraps it in XX (mutmut's string operators): the words
+    a reader reads change, no number, name or verdict does."""
+    old = " ".join(line[1:] for line in lines if line.startswith("-"))
+    new = " ".join(line[1:] for line in lines if line.startswith("+"))
+    return bool(old) and old != new and new.replace("XX", "").lower() == old.lower()
 
 
 def main() -> None:
@@ -130,6 +221,13 @@ def main() -> None:
     parser.add_argument("--tests", default=",".join(FAST), help="test files, comma-separated")
     parser.add_argument("--deselect", default=DESELECT, help="a -k expression the tests run under")
     parser.add_argument("--report", action="store_true", help="only report on the run kept in --keep")
+    parser.add_argument("--base", help="earlier runs' kept folders, comma-separated, oldest first: report them with each later run's results over them")
+    parser.add_argument("--rerun", help="a --json file of an earlier run: run only its survivors (with today's tests)")
+    parser.add_argument("--survivors", action="store_true",
+                        help="print each survivor's diff, marked W where it only rewords a string")
+    parser.add_argument("--counted-only", action="store_true",
+                        help="mutate only the counted functions (compiled, flex, hub_flash: their verdict functions; elsewhere every function); "
+                             "in a kept folder, run only the counted mutants that have no result yet")
     parser.add_argument("--modules", default=",".join(LAYOUTS["layout"]),
                         help="the modules to mutate, comma-separated (default: all of them)")
     args = parser.parse_args()
@@ -144,8 +242,17 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")} | {"ATTN_PROFILED_MODE": "replay"}
     mutmut = Path(sys.executable).parent / "mutmut"
     if not args.report:
-        subprocess.run([str(mutmut), "run", "--max-children", os.environ.get("MUTATION_CHILDREN", "2")], cwd=work, env=env)
-    by_module, survivors = scores(work, layout)
+        names = []
+        if args.rerun:
+            names = [n for module in layout for n in json.loads(Path(args.rerun).read_text())["survivors"].get(module, [])]
+        elif args.counted_only:
+            names = unrun(work, layout) if (work / "mutants").is_dir() else globs(layout)
+            if not names:
+                print("every counted mutant has a result")
+        if names or not (args.counted_only or args.rerun):
+            subprocess.run([str(mutmut), "run", "--max-children", os.environ.get("MUTATION_CHILDREN", "2"), *names],
+                           cwd=work, env=env)
+    by_module, survivors = scores(work, layout, [Path(b) for b in args.base.split(",")] if args.base else None)
     print(f"\nmutation scores in {work} ({args.commit or 'this checkout'})")
     print(f"{'module':<16} {'killed':>7} {'survived':>9} {'timeout':>8} {'no tests':>9} {'not run':>8} {'score':>7}")
     for module in layout:
@@ -154,6 +261,12 @@ def main() -> None:
         score = f"{100 * c['killed'] / judged:.1f}%" if judged else "-"
         print(f"{module:<16} {c['killed']:>7} {c['survived']:>9} {c['timeout']:>8} {c['no tests']:>9} "
               f"{c['not checked']:>8} {score:>7}")
+    if args.survivors:
+        for module, names in survivors.items():
+            print(f"\n# {module}: {len(names)} survivors, {sum(wording(diff(work, n)) for n in names)} rewording a string")
+            for name in names:
+                lines = diff(work, name)
+                print(f"{'W' if wording(lines) else ' '} {name.rsplit('.', 1)[1]}: " + " | ".join(x[:160] for x in lines))
     if args.json:
         Path(args.json).write_text(json.dumps({"commit": args.commit, "work": str(work),
                                                "scores": {m: dict(c) for m, c in by_module.items()},

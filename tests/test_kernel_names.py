@@ -6,6 +6,7 @@ import json
 import math
 import os
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -413,6 +414,8 @@ def test_recorded_trace_names(path, recorded_traces):
             if grid and shape and q and not (_covers(grid[0], q, shape["seq"])
                                              and grid[1] == shape["heads"] and grid[2] == shape["batch"]):
                 problems.append(f"{where}: grid {grid} is not [seq/{q}, heads, batch] for {shape}")
+        if name.startswith(("void cublasLt::", "cublasLt::")) and not k.library.startswith("cuBLAS"):
+            problems.append(f"{where}: a cublasLt:: kernel decoded as {k.library}")
         if k.kind == "attention" and k.dtype in ("bf16", "fp16") and shape.get("dtype"):
             if {"bf16": "bfloat16", "fp16": "float16"}[k.dtype] != shape["dtype"]:
                 problems.append(f"{where}: dtype {k.dtype} but the inputs are {shape['dtype']}")
@@ -525,3 +528,447 @@ def test_flash_variants_and_the_combine_kernels_fields():
     assert decode(FLASH_SPLITKV).summary.startswith("FlashAttention-2 forward (split-KV)")
     backward = decode(FLASH.replace("flash_fwd_kernel", "flash_bwd_dq_dk_dv_loop_kernel"))
     assert backward.op == "attention backward" and backward.details["variant"] == "flash_bwd_dq_dk_dv_loop_kernel"
+
+
+# --- the last resort: a name no family knows is read by its words (mutants of _fallback survived:
+# no example reached it) -----------------------------------------------------------------------------
+
+# A made-up name around one word; what the word means is what vendors mean by it: fmha / flash_attn /
+# sdpa / mha_ attention kernels; gemm and gemv matrix products; ffma and sgemm the CUDA-core FMA path
+# (cuBLAS's sgemm, xmma's _ffma_); hmma / wgmma / tensorop / s16816 / s1688 / h16816 / tensor16x8 the
+# tensor-core MMA instructions (PTX mma.sync / wgmma.mma_async, CUTLASS's OpClassTensorOp).
+ATTENTION_WORDS = ["fmha", "flash_attn", "attention", "sdpa", "mha_"]
+TENSOR_WORDS = ["tensorop", "wgmma", "hmma", "s16816", "s1688", "h16816", "tensor16x8"]
+
+
+@pytest.mark.parametrize("word", ATTENTION_WORDS)
+def test_fallback_attention_words(word):
+    k = decode(f"Vendor{word.upper()}Kernel")  # the words are read whatever their case, wherever they stand
+    assert (k.kind, k.library, k.summary) == ("attention", "unknown", "attention kernel (name not decoded)")
+
+
+@pytest.mark.parametrize("word, math", [(w, TENSOR_CORES) for w in TENSOR_WORDS]
+                         + [("ffma", FFMA), ("sgemm", FFMA), ("plain", None)])
+@pytest.mark.parametrize("product", ["gemm", "GEMV"])
+def test_fallback_gemm_words_and_their_units(word, math, product):
+    k = decode(f"vendor_{product}_{word}_v1")
+    assert (k.kind, k.library, k.op, k.math, k.summary) == ("gemm", "unknown", "gemm", math,
+                                                            "gemm kernel (name not decoded)")
+
+
+@pytest.mark.parametrize("library, name", [("CUTLASS", "MyCutlass_gemm_v2"), ("cuBLAS", "cuBLAS_mystery_gemm"),
+                                           ("CUTLASS", "cutlass_softmax_v2"), ("cuBLAS", "CUBLAS_attention_x")])
+def test_fallback_names_the_library_a_name_spells(library, name):
+    k = decode(name)
+    assert k.library == library and k.kind in ("gemm", "softmax", "attention")
+
+
+def test_fallback_softmax_and_words_it_does_not_know():
+    s = decode("Vendor_SOFTMAX_v3")
+    assert (s.kind, s.op, s.summary) == ("softmax", "softmax", "softmax kernel (name not decoded)")
+    for name in ("  ", "my_custom_kernel_v2"):
+        assert (decode(name).kind, decode(name).summary) == ("unknown", "unrecognised kernel name")
+
+
+def test_no_example_trips_a_decoder():
+    # decode() turns a decoder's exception into an unknown kernel (a page never breaks): none of the
+    # examples may take that path
+    for name in EXAMPLES + [FLASH_UNEVEN, FLASH3, FLASH3_BWD]:
+        assert "decode_error" not in decode(name).details, name
+
+
+# cuBLAS's helper kernels and its older generated names, as cuBLAS 12 names them (the split-K
+# reduction is in the recorded training traces; gemv / gemmSN / gemmk1 serve small and skinny shapes)
+SPLITK = ("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, true, "
+          "false, false>(cublasSplitKParams<float>, float const*, __nv_bfloat16 const*, __nv_bfloat16*, "
+          "float const*, float const*, __nv_bfloat16 const*, float const*, __nv_bfloat16*, void*, long, float*, int*)")
+GEMV = ("void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, "
+        "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float "
+        "const>, cublasGemvTensorStridedBatched<float>, float> >(cublasGemvParamsEx<int, "
+        "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, "
+        "cublasGemvTensorStridedBatched<float>, float>, float, float)")
+
+
+@pytest.mark.parametrize("name, kind, op, function", [
+    (SPLITK, "reduce", "split-K reduce", "splitKreduce_kernel"),
+    (SPLITK.replace("void cublasLt::", ""), "reduce", "split-K reduce", "splitKreduce_kernel"),
+    (GEMV, "gemm", "gemv", "gemv2T_kernel_val"),
+    ("void gemmSN_TN_kernel<float, 128, 16, 2, 4, 4, 4, true>(cublasGemmSmallNParams<float>)", "gemm", "gemm", "gemmSN_TN_kernel"),
+    ("void gemmk1_kernel<int, float, 256, 5, false, false, false, false, float, 0>(cublasGemmk1Params<float>)", "gemm",
+     "gemm", "gemmk1_kernel"),
+])
+def test_cublas_helper_kernels(name, kind, op, function):
+    k = decode(name)
+    assert (k.kind, k.library, k.op, k.details["function"]) == (kind, "cuBLAS", op, function)
+    assert k.summary == ("cuBLAS split-K reduction (sums the partial gemm tiles)" if kind == "reduce"
+                         else f"cuBLAS {function}")
+
+
+@pytest.mark.parametrize("name, mma, arch, layout", [
+    # cuBLAS's <arch>_<acc><mma shape>gemm names: h884 Volta's HMMA.884 (m8n8k4), h1688 Turing's m16n8k8
+    ("volta_h884gemm_64x64_ldg8_nn", "mma.sync m8n8k4", "volta", "nn"),
+    ("turing_h1688gemm_128x128_ldg8_tn", "mma.sync m16n8k8", "turing", "tn"),
+])
+def test_cublas_mma_shapes_of_older_arches(name, mma, arch, layout):
+    k = decode(name)
+    assert (k.kind, k.library, k.math, k.arch, k.details["mma_instruction"], k.details["operand_layout"]) == (
+        "gemm", "cuBLAS", TENSOR_CORES, arch, mma, layout)
+
+
+def test_the_frame_is_the_decoded_fields_row_by_row():
+    names = EXAMPLES + EXAMPLES[:5] + [None, 7]  # repeats (decoded once, copied) and names that are no str
+    frame = decode_frame(names)
+    blank = lambda v: v is None or (isinstance(v, float) and math.isnan(v))  # noqa: E731  (a missing cell)
+    for row, name in zip(frame.to_dict("records"), names):
+        row = {c: None if blank(v) else v for c, v in row.items()}
+        k = decode(name)
+        assert row == {c: getattr(k, c) for c in ["name", "kind", "library", "op", "dtype", "math", "arch", "tile",
+                                                  "summary", "details"]}, name
+    # each row owns its details: editing one leaves its repeat alone
+    frame.loc[0, "details"]["edited"] = True
+    assert "edited" not in frame.loc[len(EXAMPLES), "details"]
+    assert list(decode_frame([]).columns) == list(frame.columns)  # an empty table keeps its header
+
+
+# --- what an ATen kernel computes, against the host op that launched it -------------------------------
+
+# The decoded op of an ATen kernel, as a word of the aten op whose call launched it (tied by the
+# correlation id of the raw events). Where ATen runs one op with another's kernel, the source says so:
+# a division by a CPU scalar is a multiplication by its reciprocal (BinaryDivTrueKernel.cu), dropout's
+# backward is masked_scale_kernel (Dropout.cu), copies serve .to/.contiguous/.clone.
+LAUNCHED_BY = {"direct copy": ("copy", "to", "contiguous", "clone"), "dtype copy": ("copy", "to"),
+               "triu/tril": ("triu", "tril"), "masked_scale": ("dropout",), "mul": ("mul", "div")}
+EVERY_TRACE = sorted(TRACE_ROOT.glob("**/*.json.gz"))  # the stages, the training steps, your model's
+
+
+@pytest.mark.parametrize("path", EVERY_TRACE or [None], ids=lambda p: str(p.relative_to(TRACE_ROOT)) if p else "none")
+def test_aten_ops_are_the_ops_that_launched_them(path, recorded_traces):
+    assert path is not None, f"no recorded traces under {TRACE_ROOT}"
+    with gzip.open(path, "rt") as fh:
+        events = json.load(fh).get("traceEvents", [])
+    calls = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
+             and e.get("ph") == "X" and "correlation" in e.get("args", {})}
+    ops = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
+    problems, checked = [], 0
+    for name in {e["name"]: e for e in events if e.get("cat") == "kernel"}.values():
+        k = decode(name["name"])
+        call = calls.get(name["args"].get("correlation"))
+        if not re.search(r"\bat::(?:native|cuda)::", name["name"]) or call is None:
+            continue  # ATen's kernels live in at::native / at::cuda (the name says so, whatever the decoder)
+        if k.library != "ATen" or k.kind in ("unknown", None) or not k.op:
+            problems.append(f"ATen's {name['name'][:100]} decoded as {k.library} {k.kind} {k.op}")
+            continue
+        if k.op in ("reduce", "philox unpack"):
+            continue
+        holders = [o["name"] for o in ops if o["ts"] <= call["ts"] and o["ts"] + o["dur"] >= call["ts"] + call["dur"]]
+        if not any(h.startswith("aten::") for h in holders):
+            continue
+        words = LAUNCHED_BY.get(k.op, (k.op.replace(" ", "_"),))
+        checked += 1
+        if not any(w in h for h in holders for w in words):
+            problems.append(f"{k.op!r} launched under {[h for h in holders if h.startswith('aten::')]}: {name['name'][:120]}")
+    assert not problems, "\n".join(problems)
+
+
+# CUTLASS's own gemm names (cuBLAS launches some of them as cutlass::Kernel2<...>), written as CUTLASS's
+# library names them (tools/library/scripts/generator.py / gemm_operation.py):
+#   2.x: cutlass_{cc}_{opclass}_{element}_{acc}{mma shape}gemm_{epilogue}_{element}_{MxN}_{K-tile}x{stages}_{layouts}_align{N}
+#   3.x: cutlass3x_sm{cc}_{opclass}_gemm_{types}_{MxNxK}_{cluster MxNxK}_..._{layouts}_align{N}_{schedule}
+CUTLASS2 = ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_nn_align8>"
+            "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_nn_align8::Params)")
+CUTLASS_SIMT = "cutlass_80_simt_sgemm_128x128_8x5_nt_align1"
+CUTLASS3 = ("cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x2x1_0_tnn_align8_"
+            "warpspecialized_cooperative_epi_tma")
+
+
+@pytest.mark.parametrize("name, fields_, details", [
+    (CUTLASS2, ("gemm", "CUTLASS", "gemm", "bf16", TENSOR_CORES, "sm80", "256x128"),
+     {"k_tile": 32, "stages": 3, "operand_layout": "nn", "alignment": 8, "mma_token": "s16816gemm"}),
+    (CUTLASS_SIMT, ("gemm", "CUTLASS", "gemm", None, FFMA, "sm80", "128x128"),
+     {"k_tile": 8, "stages": 5, "operand_layout": "nt", "alignment": 1}),
+    (CUTLASS3, ("gemm", "CUTLASS", "gemm", "bf16", TENSOR_CORES, "sm90", "128x256x64"),
+     {"cluster": "1x2x1", "operand_layout": "tnn", "alignment": 8}),
+])
+def test_cutlass_gemm_names(name, fields_, details):
+    k = decode(name)
+    assert fields(k) == fields_
+    assert {key: k.details.get(key) for key in details} == details
+    assert k.summary.startswith(f"CUTLASS gemm ({fields_[5]})") and f"{fields_[6]} tile" in k.summary
+
+
+def test_the_shared_readers_of_template_arguments():
+    from helpers.core.names._common import _bool, _cpp_dtype, _int, _template_args
+    # a demangler writes a bool template argument as true/false, or as 1/0 (an integral constant)
+    assert [_bool(t) for t in ("true", " false ", "1", "0", "2", None, "")] == [True, False, True, False, None, None, None]
+    # a C++ element type, whatever its qualifiers: const, pointer, reference
+    assert [_cpp_dtype(t) for t in ("const c10::BFloat16*", "float&", " c10::Half ", "__half *", None, "Foo")] == \
+        ["bf16", "fp32", "fp16", "fp16", None, None]
+    assert [_int(t) for t in ("128", " 32u", "-1", "64UL", "x", None)] == [128, 32, -1, 64, None, None]
+    assert _template_args("f<a, g<b, c>, {lambda(int)#1}>(x)", 1) == (["a", "g<b, c>", "{lambda(int)#1}"], True)
+    assert _template_args("f<a, g<b", 1) == (["a", "g<b"], False)
+
+
+# --- FlashAttention-2's backward, as the recorded training step launches it (mutants survived: no
+# example had a backward kernel). Signatures: flash_bwd_launch_template.h and
+# flash_bwd_preprocess_kernel.h (Dao-AILab/flash-attention csrc/flash_attn/src):
+#   Flash_bwd_kernel_traits<kHeadDim, kBlockM, kBlockN, kNWarps, AtomLayoutMSdP, AtomLayoutNdKV,
+#                           AtomLayoutMdQ, Is_V_in_regs, No_double_buffer, elem_type, Base>
+#   flash_bwd_dot_do_o_kernel<bool Clear_dQaccum, Kernel_traits>: rowsum(dO * O), the softmax gradient's D
+#   flash_bwd_convert_dq_kernel<Kernel_traits>: dQ accumulated in fp32, written in the element type
+#   flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Kernel_traits, Is_dropout, Is_causal, Is_local,
+#                                                Has_alibi, Is_even_MN, Is_even_K, Is_softcap>
+BWD_TRAITS = ("Flash_bwd_kernel_traits<64, 128, 128, 8, 4, 4, 4, false, false, cutlass::bfloat16_t, "
+              "Flash_kernel_traits<64, 128, 128, 8, cutlass::bfloat16_t> >")
+FLASH_BWD = {
+    "dot_do_o": f"void pytorch_flash::flash_bwd_dot_do_o_kernel<true, {BWD_TRAITS} >(pytorch_flash::Flash_bwd_params)",
+    "convert_dq": f"void pytorch_flash::flash_bwd_convert_dq_kernel<{BWD_TRAITS} >(pytorch_flash::Flash_bwd_params, int)",
+    "main": (f"void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<{BWD_TRAITS}, false, true, false, "
+             "false, true, true, false>(pytorch_flash::Flash_bwd_params)"),
+}
+BWD_TRAIT_VALUES = {"head_dim": 64, "block_m": 128, "block_n": 128, "warps": 8, "AtomLayoutMSdP": 4,
+                    "AtomLayoutNdKV": 4, "AtomLayoutMdQ": 4, "Is_V_in_regs": False, "No_double_buffer": False,
+                    "element": "cutlass::bfloat16_t"}
+
+
+def test_flash_backward_kernels_are_in_the_recorded_training_step():
+    recorded = set()
+    for path in sorted(TRACE_ROOT.glob("*/training/sdpa_flash__*.json.gz")):
+        with gzip.open(path, "rt") as fh:
+            recorded |= {e["name"] for e in json.load(fh)["traceEvents"] if e.get("cat") == "kernel"}
+    assert set(FLASH_BWD.values()) <= recorded  # the examples below are the recording's own names
+
+
+@pytest.mark.parametrize("which, kind, op, computes", [
+    ("dot_do_o", "reduce", "rowsum(dO·O)", "per query row, the dot product of dO and O"),
+    ("convert_dq", "copy", "dQ fp32 → 16-bit", "dQ, accumulated in fp32 across key tiles"),
+])
+def test_flash_backward_helpers(which, kind, op, computes):
+    k = decode(FLASH_BWD[which])
+    assert (k.kind, k.library, k.op, k.dtype, k.math, k.tile) == (kind, "FlashAttention-2", op, "bf16", None, "128x128")
+    d = k.details
+    assert {key: d[key] for key in BWD_TRAIT_VALUES} == BWD_TRAIT_VALUES
+    assert d["computes"].startswith(computes) and d["direction"] == "backward"
+    assert d["function"] == FLASH_BWD[which].split("::")[1].split("<")[0]
+    assert ("Clear_dQaccum" in d) == (which == "dot_do_o") and d.get("Clear_dQaccum", True) is True
+    assert k.summary == f"FlashAttention-2 backward, {op}, head_dim 64, 128x128 tiles, 8 warps"
+
+
+def test_flash_backward_main_kernel():
+    k = decode(FLASH_BWD["main"])
+    assert (k.kind, k.library, k.op, k.dtype, k.math) == ("attention", "FlashAttention-2", "attention backward",
+                                                         "bf16", TENSOR_CORES)
+    d = k.details
+    assert {key: d[key] for key in BWD_TRAIT_VALUES} == BWD_TRAIT_VALUES
+    flags = dict(zip(("Is_dropout", "Is_causal", "Is_local", "Has_alibi", "Is_even_MN", "Is_even_K", "Is_softcap"),
+                     (False, True, False, False, True, True, False)))
+    assert {key: d[key] for key in flags} == flags
+    assert k.summary.endswith(", causal") and "FlashAttention-2 backward (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel)" in k.summary
+
+
+def test_flash_forward_says_causal_and_names_its_function_and_direction():
+    k, hub = decode(FLASH), decode(FLASH_HUB)
+    assert k.summary.endswith(", causal") and "causal" not in hub.summary  # Is_causal true / false
+    assert (k.details["function"], k.details["direction"]) == ("flash_fwd_kernel", "forward")
+    # the namespace before the function wins when the parameter list has none
+    assert decode(FLASH.replace("(pytorch_flash::Flash_fwd_params)", "(Flash_fwd_params)")).details["namespace"] == "pytorch_flash"
+    assert decode(FLASH3).arch == "sm90"
+    unnamed = decode(FLASH3.replace("cutlass::bfloat16_t", "T"))  # no element type named
+    assert (unnamed.library, unnamed.dtype) == ("FlashAttention-3", None)
+
+
+def test_flash_names_cut_short_or_with_flags_of_an_unknown_count():
+    bare = decode("flash_fwd_kernel")  # a viewer that keeps the bare function name
+    assert (bare.kind, bare.library, bare.tile, bare.dtype) == ("attention", "FlashAttention-2", None, None)
+    # cut inside the traits: block_m read, block_n lost
+    cut = decode("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128")
+    assert cut.details.get("block_m") == 128 and cut.tile is None and cut.details["truncated"] is True
+    # cut inside the flags: the flags read so far are named in the newest order
+    flags_cut = FLASH[:FLASH.index(", true, true, false, false>")]  # ..., false, true, false, false (4 flags)
+    d = decode(flags_cut).details
+    assert d["truncated"] is True and [d[f] for f in ("Is_dropout", "Is_causal", "Is_local", "Has_alibi")] == \
+        [False, True, False, False]
+    # cut after seven flags: named in the newest order (softcap 7th), not by the older 7-flag build's
+    seven = decode(FLASH[:FLASH.index(", false>(pytorch_flash")]).details
+    assert seven["truncated"] is True and "Is_softcap" in seven and "Return_softmax" not in seven
+    # a closed list of a count no known build has (4): kept as a list, unnamed
+    four = decode(FLASH.replace(", false, true, false, false, true, true, false, false>", ", true, 1, false, x>"))
+    assert four.details["flags"] == [True, True, False, "x"] and "Is_causal" not in four.details
+
+
+# cuDNN's SDPA backward as the recorded training step of your model launches it (own_model/
+# encoder_train_step): its generated bprop kernel and the two fusion helpers (cudnn::fusion::...),
+# and the generated name's every token (cuDNN's frontend names them
+# cudnn_generated_fort_native_sdpa_<arch>_<algo>_<fprop|bprop>_<mma>_<precision>_knob_<n>_<tile>_<warps>_cga<cluster>_kernel<i>_<suffix>)
+CUDNN_BWD = "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1_cga1x1x1_kernel0_0"
+CUDNN_HELPERS = ("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*, void const*, void*, void*, "
+                 "unsigned int, unsigned int, unsigned int, unsigned int)",
+                 "void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*, unsigned int, unsigned int)")
+
+
+def test_cudnn_names_of_the_recorded_training_step():
+    path = next(TRACE_ROOT.glob("*/own_model/encoder_train_step.json.gz"))
+    with gzip.open(path, "rt") as fh:
+        recorded = {e["name"] for e in json.load(fh)["traceEvents"] if e.get("cat") == "kernel"}
+    assert CUDNN_BWD in recorded
+    assert all(any(r.startswith(h.split("(")[0]) for r in recorded) for h in CUDNN_HELPERS)
+    k = decode(CUDNN_BWD)
+    assert fields(k) == ("attention", "cuDNN", "attention backward", "16-bit", TENSOR_CORES, "sm90", "64x64x64")
+    d = k.details
+    assert (d["direction"], d["direction_words"], d["knob"], d["warp_layout"], d["cluster"]) == (
+        "bprop", "backward", 26, "1x4x1", "1x1x1")
+    assert (d["kernel_index"], d["suffix"], d["other_tokens"]) == ("0", "0", ["fort", "native"])
+    assert d["mma_words"].startswith("wgmma") and "other_dims" not in d
+    assert k.summary.startswith("cuDNN SDPA")
+    dot, dq = (decode(h) for h in CUDNN_HELPERS)
+    assert (dot.kind, dot.library, dot.op, dot.details["function"], dot.details["direction"]) == (
+        "reduce", "cuDNN", "rowsum(dO·O)", "compute_dot_do_o_specialized", "backward")
+    assert (dq.kind, dq.library, dq.op, dq.details["function"]) == ("copy", "cuDNN", "dQ fp32 → 16-bit", "convert_dq_to_16bits")
+    assert dot.summary == "cuDNN SDPA backward helper, rowsum(dO·O)"
+
+
+def test_cudnn_suffixes_extra_dims_and_a_knob_without_its_number():
+    k = decode("cudnn_generated_fort_native_sdpa_sm100_flash_bprop_umma_f16_knob_2_128x128x64_2x1x1_1x1x1_cga1x1x1_kernel3_0_x")
+    assert (k.tile, k.details["warp_layout"], k.details["other_dims"]) == ("128x128x64", "2x1x1", ["1x1x1"])
+    assert (k.details["kernel_index"], k.details["suffix"]) == ("3", "0_x")
+    cut = decode("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob")  # cut after "knob"
+    assert "knob" not in cut.details and cut.details["other_tokens"][-1] == "knob"
+    bare = decode("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_kernel")
+    assert bare.details.get("kernel_index") is None and bare.details.get("suffix") is None
+
+
+def test_runtime_copies_and_sets_in_words():
+    # Kineto's own names for the runtime's copies and sets: "Memcpy <dir> (<src> -> <dst>)", "Memset (<where>)"
+    h = decode("Memcpy HtoD (Pageable -> Device)")
+    assert (h.op, h.summary, h.details["direction_words"]) == ("memcpy HtoD", "runtime copy HtoD (Pageable -> Device)",
+                                                                "host to device")
+    bare = decode("Memcpy DtoH")
+    assert (bare.summary, bare.details) == ("runtime copy DtoH", {"direction": "DtoH", "direction_words": "device to host"})
+    s = decode("Memset (Device)")
+    assert (s.op, s.summary) == ("memset", "runtime memset (Device)")
+    assert (decode("Memset").summary, decode("Memset").details) == ("runtime memset", {})
+
+
+@pytest.mark.parametrize("name, kind, op, kernel_class, ops, index", [
+    # Inductor: triton_{class}_fused_{aten ops}_{index}; a template (tem) is a matmul or flex attention
+    ("triton_tem_fused_mm_0", "gemm", "mm", "template", ["mm"], 0),
+    ("triton_tem_fused_addmm_relu_3", "gemm", "addmm", "template", ["addmm", "relu"], 3),
+    ("triton_tem_fused_convolution_1", "fused", "convolution", "template", ["convolution"], 1),
+    ("triton_per_fused_mm_2", "fused", "mm", "persistent reduction", ["mm"], 2),
+    ("triton_poi_fused_7", "fused", None, "pointwise", [], 7),
+    ("triton_xyz_fused_add", "fused", "add", "xyz", ["add"], None),
+])
+def test_triton_classes_templates_and_indices(name, kind, op, kernel_class, ops, index):
+    k = decode(name)
+    assert (k.kind, k.library, k.op) == (kind, "Triton", op)
+    d = k.details
+    assert (d["kernel_class"], d["class_token"], d["fused_ops"], d["index"]) == (kernel_class, name.split("_")[1], ops, index)
+    assert k.summary == f"Triton {kernel_class}" + (f": {', '.join(ops)}" if ops else "")
+
+
+# ATen's softmax kernels, as PersistentSoftmax.cuh and SoftMax.cu declare them:
+#   softmax_warp_{forward,backward}<input_t, output_t, acc_t, log2_elements, is_log_softmax, is_masked>
+#   cunn_SoftMaxForward<ILP, scalar_t, accscalar_t, outscalar_t, Epilogue>, ...Smem<..., index_t>,
+#   cunn_SoftMaxForwardReg<scalar_t, accscalar_t, outscalar_t, Epilogue, index_t, reg_cnt>
+# (the backward and the Reg form are the recorded traces' own names: training/inplace, inplace s4096)
+WARP_BWD = ("void (anonymous namespace)::softmax_warp_backward<c10::BFloat16, c10::BFloat16, float, 10, false, false>"
+            "(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, int, int, int, bool const*)")
+
+
+@pytest.mark.parametrize("name, op, dtype, details, summary", [
+    (WARP_BWD, "softmax backward", "bf16",
+     {"function": "softmax_warp_backward", "log2_elements": 10, "elements_per_row": 1024, "is_log_softmax": False,
+      "algorithm": "one warp per row, row held in registers (dim <= 1024)"},
+     "ATen softmax backward, softmax_warp_backward, bf16, rows of 1024"),
+    (WARP_BWD.replace("10, false, false>", "9, true, false>").replace("c10::BFloat16", "float"), "log_softmax backward", "fp32",
+     {"is_log_softmax": True, "elements_per_row": 512}, "ATen log_softmax backward, softmax_warp_backward, fp32, rows of 512"),
+    (CUNN_SOFTMAX.replace("SoftMaxForwardEpilogue", "LogSoftMaxForwardEpilogue"), "log_softmax", "bf16",
+     {"ILP": 8, "epilogue": "LogSoftMaxForwardEpilogue", "algorithm": "one block per row"},
+     "ATen log_softmax, cunn_SoftMaxForward, bf16"),
+    (CUNN_SOFTMAX.replace("cunn_SoftMaxForward<", "cunn_SoftMaxForwardSmem<").replace(">(c10", ", long>(c10"),
+     "softmax", "bf16", {"index_t": "long", "algorithm": "one block per row, row staged in shared memory"},
+     "ATen softmax, cunn_SoftMaxForwardSmem, bf16"),
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<c10::BFloat16, float, c10::BFloat16, "
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue, long, 4>(c10::BFloat16*, c10::BFloat16 const*, long)",
+     "softmax", "bf16", {"reg_cnt": 4, "algorithm": "one block per row, row held in registers"},
+     "ATen softmax, cunn_SoftMaxForwardReg, bf16"),
+])
+def test_aten_softmax_variants(name, op, dtype, details, summary):
+    k = decode(name)
+    assert (k.kind, k.library, k.op, k.dtype) == ("softmax", "ATen", op, dtype)
+    assert {key: k.details.get(key) for key in details} == details
+    assert k.summary == summary and "truncated" not in k.details
+    cut = decode(name[:name.index(",") + 1])  # cut after the first template argument
+    assert (cut.kind, cut.details["truncated"]) == ("softmax", True)
+
+
+@pytest.mark.parametrize("name, tile, cluster, other_dims, parts", [
+    # cuBLAS 12's nvjet names: nvjet_<arch>_<variant>_<MxN tile>_<dims>_<cluster>_<h: 16-bit inputs>_<bz: beta 0>_<schedule>_<layout>
+    (NVJET_A, "256x128", "1x2", None, ["cuBLAS nvjet gemm (sm90)", "256x128 tile", "cluster 1x2", "TNT", "coopA",
+                                       "16-bit inputs", "beta 0"]),
+    ("nvjet_tst_64x8_64x16_4x1_v_bz_NTN", "64x8", "4x1", None, ["cuBLAS nvjet gemm", "64x8 tile", "cluster 4x1", "NTN", "beta 0"]),
+    ("nvjet_sm90_tst_64x128_64x8_2x1_2x2_v_splitK_NTN", "64x128", "2x1", ["2x2"],
+     ["cuBLAS nvjet gemm (sm90)", "64x128 tile", "cluster 2x1", "NTN"]),
+    ("nvjet_sm90_tst_128x64", "128x64", None, None, ["cuBLAS nvjet gemm (sm90)", "128x64 tile"]),
+])
+def test_nvjet_summary_and_dims(name, tile, cluster, other_dims, parts):
+    k = decode(name)
+    assert (k.kind, k.library, k.tile, k.details.get("cluster"), k.details.get("other_dims")) == (
+        "gemm", "cuBLAS (nvjet)", tile, cluster, other_dims)
+    assert k.summary == ", ".join(parts)  # each part a token of the name, in the name's words
+
+
+# cuBLAS's xmma names: sm<cc>_xmma_<op>_<A B types>_<C acc types>_<out type>_<layouts>_tilesize<MxNxK>_
+# stage<n>_warpsize<MxNxK>_<unit: ffma / hmma / tensor...>_..._kernel[__5x_cublas]
+XMMA_HMMA = "sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize64x64x32_stage4_warpsize2x2x1_hmma_kernel"
+XMMA_BARE = "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_kernel"  # no unit named
+
+
+@pytest.mark.parametrize("name, dtype, math, parts, details", [
+    (XMMA_BF16, "bf16", TENSOR_CORES, ["cuBLAS xmma gemm (sm80)", "bf16", "128x128x32 tile", "3 stages", "warps 2x2x1",
+                                      "tn", TENSOR_CORES], {"layout_tokens": ["tn", "n"], "from": None, "mma": None}),
+    (XMMA_F32_TN, "fp32", FFMA, ["cuBLAS xmma gemm (sm80)", "fp32", "128x128x8 tile", "3 stages", "warps 2x2x1", "tn", FFMA],
+     {"from": "cuBLAS", "type_tokens": ["f32f32", "f32f32", "f32"]}),
+    (XMMA_HMMA, "fp16", TENSOR_CORES, ["cuBLAS xmma gemm (sm80)", "fp16", "64x64x32 tile", "4 stages", "warps 2x2x1", "nn",
+                                      TENSOR_CORES], {"mma": "hmma", "math_inferred": None}),
+    (XMMA_BARE, "bf16", TENSOR_CORES, ["cuBLAS xmma gemm (sm80)", "bf16", "128x128x32 tile", "tn", TENSOR_CORES],
+     {"math_inferred": "from the 16/8-bit input type", "stages": None}),
+])
+def test_xmma_summary_units_and_types(name, dtype, math, parts, details):
+    k = decode(name)
+    assert (k.kind, k.library, k.dtype, k.math) == ("gemm", "cuBLAS", dtype, math)
+    assert k.summary == ", ".join(parts)
+    assert {key: k.details.get(key) for key in details} == details
+
+
+# xformers' backward as the recorded training step launches it (training/sdpa_efficient), read by
+# kernel_backward.h's AttentionBackwardKernel<ArchTag, scalar_t, kIsAligned, kApplyDropout,
+# kPreload_MMAs, kBlockSizeI, kBlockSizeJ, kMaxK, kKeysQueriesAlignedToBlockSize> and its generated
+# name fmha_cutlassB_<type>_<aligned>_<IxJ>_k<maxK>[_dropout][_seqaligned]_sm<cc>
+CUTLASS_B = ("fmha_cutlassB_bf16_aligned_64x64_k64_seqaligned_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<"
+             "cutlass::arch::Sm80, cutlass::bfloat16_t, true, false, true, 64, 64, 64, true>::Params)")
+
+
+def test_cutlass_mem_efficient_backward_of_the_recorded_training_step():
+    with gzip.open(next(TRACE_ROOT.glob("*/training/sdpa_efficient__*.json.gz")), "rt") as fh:
+        assert CUTLASS_B in {e["name"] for e in json.load(fh)["traceEvents"] if e.get("cat") == "kernel"}
+    k = decode(CUTLASS_B)
+    assert fields(k) == ("attention", "CUTLASS (xformers mem-efficient)", "attention backward", "bf16", TENSOR_CORES,
+                         "sm80", "64x64")
+    d = k.details
+    assert (d["direction"], d["block_i"], d["block_j"], d["max_k"], d["keys_queries_aligned_to_blocksizes"]) == (
+        "backward", 64, 64, 64, True) and "dropout" not in d
+    assert d["template"] == {"arch_tag": "cutlass::arch::Sm80", "scalar_t": "cutlass::bfloat16_t", "is_aligned": True,
+                             "kApplyDropout": False, "kPreload_MMAs": True, "kBlockSizeI": 64, "kBlockSizeJ": 64,
+                             "kMaxK": 64, "kKeysQueriesAlignedToBlockSize": True}
+    assert k.summary == "memory-efficient attention backward (cutlassB), bf16, 64x64 tiles, sm80"
+    assert decode("fmha_cutlassB_bf16_aligned_64x64_k64_dropout_sm80").details["dropout"] is True
+    cut = decode(CUTLASS_B[:CUTLASS_B.index("true, false")])  # the template cut after its two types
+    assert cut.details["template"] == {"arch_tag": "cutlass::arch::Sm80", "scalar_t": "cutlass::bfloat16_t", "truncated": True}
+    assert cut.arch == "sm80" and cut.dtype == "bf16"
+
+
+def test_cutlass_mem_efficient_forward_summary():
+    k = decode(CUTLASS_F)  # the recorded sdpa_efficient forward's own name
+    assert k.summary == "memory-efficient attention forward (cutlassF), bf16, 64x64 tiles, output in registers, sm80"
+    g = decode("fmha_cutlassF_f32_aligned_32x128_gmem_sm80")
+    assert "output in registers" not in g.summary and g.summary.endswith(", sm80")

@@ -417,3 +417,41 @@ def test_matches_the_driver_on_real_kernels():
                 assert ours == driver, (kernel.num_regs, static, threads, dyn)
                 checked += 1
     assert checked > 0
+
+
+# the message names what the reader gave, beside the limit (mutants that printed None survived)
+@pytest.mark.parametrize("kwargs, given", [
+    (dict(threads_per_block=1025, registers_per_thread=32), "got 1025"),
+    (dict(threads_per_block=128, registers_per_thread=256), "got 256"),
+    (dict(threads_per_block=128, registers_per_thread=32, shared_memory_per_block=-7), "got -7"),
+    (dict(threads_per_block=128, registers_per_thread=32, shared_memory_per_block=232449), "232449 B"),
+    (dict(threads_per_block=128, registers_per_thread=32, carveout=101), "got 101"),
+    (dict(threads_per_block=128, registers_per_thread=32, shared_memory_limit="max"), "got 'max'"),
+    (dict(threads_per_block="12x", registers_per_thread=32), "threads_per_block must be an integer, got '12x'"),
+    (dict(threads_per_block=128, registers_per_thread="r"), "registers_per_thread must be an integer, got 'r'"),
+    (dict(threads_per_block=128, registers_per_thread=32, shared_memory_per_block=1.5),
+     "shared_memory_per_block must be an integer, got 1.5"),
+    (dict(threads_per_block=128, registers_per_thread=32, carveout="half"), "carveout must be an integer, got 'half'"),
+    (dict(threads_per_block=True, registers_per_thread=32), "threads_per_block must be an integer, got True"),
+])
+def test_bad_input_names_the_value_given(kwargs, given):
+    with pytest.raises(ValueError) as info:
+        occupancy("9.0", **kwargs)
+    assert given in str(info.value)
+    if kwargs.get("shared_memory_per_block") == 232449:
+        assert "of sm_90 (" in str(info.value)  # the architecture whose opt-in maximum it is (capability 9.0)
+    if kwargs.get("shared_memory_limit") == "max":
+        assert "default" in str(info.value) and "opt-in" in str(info.value)  # the limits it may be
+
+
+def test_kineto_estimate_names_a_bad_count_and_omitted_shared_memory_is_none():
+    for kwargs, what in ((dict(grid_blocks="g", sm_count=132), "grid_blocks"), (dict(grid_blocks=8, sm_count="s"), "sm_count")):
+        with pytest.raises(ValueError, match=f"{what} must be an integer"):
+            kineto_estimated_occupancy_pct("9.0", 128, 32, 0, **kwargs)
+    # shared memory left out is none at all: the same answer as 0 bytes, for every limiter's side
+    for threads, regs in ((128, 32), (1024, 64), (64, 255), (32, 16)):
+        assert occupancy("9.0", threads, regs) == occupancy("9.0", threads, regs, 0)
+
+    # a whole float is that integer (a value read from JSON or a spreadsheet), and one SM is a valid count
+    assert occupancy("9.0", 128.0, 32.0, 1024.0) == occupancy("9.0", 128, 32, 1024)
+    assert 0 <= kineto_estimated_occupancy_pct("9.0", 128, 32, 0, grid_blocks=1, sm_count=1) <= 100

@@ -70,7 +70,7 @@ def memcpy_gone(prof: Profile, before: Profile) -> Verdict:
     was = (_events(before)["kind"] == "memcpy").sum()
     evidence = f"{now} memcpy per forward here, {was} in {before.stage}"
     return Verdict("masked_fill_ writes in place: the Memcpy is gone", evidence, now == 0 and was > 0,
-                   "" if now == 0 else f"{now} memcpy remain")
+                   f"{now} memcpy remain" if now else f"{before.stage} had no memcpy either")
 
 
 def fewer_masking_ops(prof: Profile, before: Profile) -> Verdict:

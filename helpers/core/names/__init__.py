@@ -98,6 +98,7 @@ def _make(text: str, f: dict) -> KernelName:
                       details=dict(f.get("details") or {}), summary=summary)
 
 
-# the families, tried in order: the first that recognises a name decodes it
+# the families, tried in order: the first that recognises a name decodes it (cuBLAS's helpers before
+# ATen's: ATen would read cublasLt::splitKreduce_kernel as one of its own reductions)
 _FAMILIES = (_runtime, _flash, _cutlass_fmha, _cudnn, _triton, _nvjet, _xmma, _cutlass_gemm,
-             _cublas_legacy, _aten, _cublas_other, _fallback)
+             _cublas_legacy, _cublas_other, _aten, _fallback)

@@ -24,13 +24,17 @@ _ATEN_OPS = [  # (pattern, op); first match wins, so specific before general
     (r"exp2_kernel", "exp2"), (r"exp_kernel", "exp"), (r"log_kernel", "log"),
     (r"neg_kernel", "neg"), (r"abs_kernel", "abs"), (r"rsqrt_kernel", "rsqrt"),
     (r"sqrt_kernel", "sqrt"), (r"reciprocal_kernel", "reciprocal"), (r"sigmoid_kernel", "sigmoid"),
-    (r"tanh_kernel", "tanh"), (r"pow_\w*kernel", "pow"), (r"clamp\w*kernel", "clamp"),
+    (r"tanh_kernel", "tanh"), (r"pow_\w*kernel", "pow"), (r"clamp\w*kernel|launch_clamp_scalar", "clamp"),
+    (r"threshold_kernel", "threshold"),  # ReLU's backward (aten::threshold_backward)
     (r"logical_not_kernel", "logical_not"), (r"logical_and_kernel", "logical_and"),
     (r"logical_or_kernel", "logical_or"), (r"bitwise_not_kernel", "bitwise_not"),
     (r"bitwise_\w+_kernel", "bitwise"),
     (r"maximum_kernel|MaxFunctor", "maximum"), (r"minimum_kernel|MinFunctor", "minimum"),
-    (r"CompareEqFunctor|eq_kernel", "eq"), (r"ne_kernel", "ne"),
-    (r"CompareFunctor|lt_kernel|le_kernel|gt_kernel|ge_kernel", "compare"),
+    # dropout's backward scales the kept gradients (Dropout.cu masked_scale_kernel); "scale_kernel"
+    # once read as le_kernel, a comparison: the comparisons' names are matched as whole words
+    (r"masked_scale_kernel", "masked_scale"),
+    (r"CompareEqFunctor|\beq_kernel", "eq"), (r"\bne_kernel", "ne"),
+    (r"CompareFunctor|\b(?:lt|le|gt|ge)_kernel", "compare"),
     (r"nan_to_num", "nan_to_num"), (r"fused_dropout|dropout", "dropout"),
     (r"arange|linspace", "arange"),
     (r"normal_kernel|uniform_kernel|distribution_elementwise", "random"),
