@@ -91,7 +91,8 @@ def block_table(stages: list[str], shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame
 
 def block_mask_chart(stages: list[str], shape: Shape = DEFAULT_SHAPE) -> go.Figure:
     """The block masks side by side: which key blocks each query block visits, and how."""
-    fig = make_subplots(rows=1, cols=len(stages), horizontal_spacing=0.08)
+    # each stage named above its own mask: two x-axis titles side by side overlap on a phone
+    fig = make_subplots(rows=1, cols=len(stages), horizontal_spacing=0.08, subplot_titles=list(stages))
     # a discrete colour scale over the states 0, 1, 2: each third of the range one colour
     scale = []
     for state in (0, 1, 2):
@@ -102,7 +103,7 @@ def block_mask_chart(stages: list[str], shape: Shape = DEFAULT_SHAPE) -> go.Figu
         fig.add_heatmap(z=grid, zmin=-0.5, zmax=2.5, colorscale=scale, showscale=False, xgap=2, ygap=2,
                         text=text, row=1, col=col,
                         hovertemplate=f"{stage}<br>query block %{{y}}, key block %{{x}}: %{{text}}<extra></extra>")
-        fig.update_xaxes(title_text=f"{stage}: key block", row=1, col=col, showgrid=False, zeroline=False,
+        fig.update_xaxes(title_text="key block", row=1, col=col, showgrid=False, zeroline=False,
                          constrain="domain")
         fig.update_yaxes(title_text="query block" if col == 1 else None, row=1, col=col, autorange="reversed",
                          showgrid=False, zeroline=False, constrain="domain",
