@@ -1,6 +1,7 @@
 """helpers.core.names: the fields of known kernel names, the recorded traces, and fuzzing."""
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
@@ -972,3 +973,175 @@ def test_cutlass_mem_efficient_forward_summary():
     assert k.summary == "memory-efficient attention forward (cutlassF), bf16, 64x64 tiles, output in registers, sm80"
     g = decode("fmha_cutlassF_f32_aligned_32x128_gmem_sm80")
     assert "output in registers" not in g.summary and g.summary.endswith(", sm80")
+
+
+# --- every field a reader is shown, per branch of ATen's, legacy cuBLAS's and cuDNN's decoders ---
+# Each expectation is written from the name itself (its template arguments, read against the
+# ATen / cuBLAS / cuDNN source or naming convention cited beside it) and the decoder's documented
+# summary template; the whole details dict and the exact summary are compared, because both are
+# shown in the kernel tables and the book's kernel-names page.
+
+@functools.lru_cache(maxsize=None)
+def _recorded(fragment: str) -> str:
+    """The first recorded kernel name that holds `fragment` (from the replayed traces, not typed in)."""
+    for path in sorted(TRACE_ROOT.rglob("*.json.gz")):
+        with gzip.open(path, "rt") as fh:
+            for e in json.load(fh)["traceEvents"]:
+                if e.get("cat") == "kernel" and fragment in e["name"]:
+                    return e["name"]
+    raise AssertionError(f"no recorded kernel holds {fragment!r}")
+
+
+# ATen Reduce.cuh: reduce_kernel<max_threads, output_vec_size, ReduceOp<scalar_t, ops_t, ...>>
+REDUCE_MEAN_PART = "ReduceOp<float, at::native::MeanOps<float, float, float, float>"
+# ATen CUDALoops.cuh: unrolled_elementwise_kernel<func, array, elems, in_calc, out_calc, loader, storer>;
+# the loader/storer LoadWithCast/StoreWithCast are the casting path (a dtype conversion)
+CAST_COPY_PART = "unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda"
+# Copy.cu's float16_copy_kernel_cuda (fp32 -> fp16, the twin of bfloat16_copy_kernel_cuda)
+FP16_COPY = ("void at::native::vectorized_elementwise_kernel<8, at::native::float16_copy_kernel_cuda("
+             "at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::"
+             "float16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul>)")
+# TriangularOps.cu: triu_tril_kernel<scalar_t, IndexType, upper, elements_per_thread, inplace>; torch.triu
+TRIU_UPPER = ("void at::native::triu_tril_kernel<bool, int, true, 8, false>(at::cuda::detail::TensorInfo<"
+              "bool, int>, at::cuda::detail::TensorInfo<bool const, int>, long, long, int)")
+# Indexing.cu's index_select kernel: an ATen kernel with no launcher and no op in the table
+INDEX_SELECT = ("void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, "
+                "true>(at::cuda::detail::TensorInfo<float, unsigned int>, at::cuda::detail::TensorInfo<float const, "
+                "unsigned int>, at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, "
+                "unsigned int, long)")
+
+
+@pytest.mark.parametrize("name, kind, op, dtype, details, summary", [
+    # reduce_kernel<512, 1, ReduceOp<float, MeanOps...>>: 512 threads, output vec 1, a mean over fp32
+    (REDUCE_MEAN_PART, "reduce", "reduce", "fp32",
+     {"launcher": "reduce_kernel", "max_threads": 512, "output_vec_size": 1, "reduction": "mean"},
+     "ATen reduce (mean) over fp32"),
+    # vectorized_elementwise_kernel<4, FillFunctor<bool>>: vector width 4, fills bools
+    (FILL, "fill", "fill", "bool", {"launcher": "vectorized_elementwise_kernel", "vector_width": 4},
+     "ATen fill, bool"),
+    # elementwise_kernel<128, 4, ...masked_fill_kernel...{lambda(c10::BFloat16, bool)}>: 128 threads, 4 items
+    (MASKED_FILL, "masked_fill", "masked_fill", "bf16",
+     {"launcher": "elementwise_kernel", "threads_per_block": 128, "items_per_thread": 4},
+     "ATen masked_fill, bf16"),
+    # the casting copy: unrolled launcher (no vector width), lambda(float), LoadWithCast/StoreWithCast
+    (CAST_COPY_PART, "copy", "direct copy", "fp32",
+     {"launcher": "unrolled_elementwise_kernel", "casting_load_store": True},
+     "ATen direct copy with casting loads/stores (a dtype conversion), fp32"),
+    # the plain copy: vectorized<8>, lambda(c10::BFloat16), no casting loader
+    (DIRECT_COPY, "copy", "direct copy", "bf16", {"launcher": "vectorized_elementwise_kernel", "vector_width": 8},
+     "ATen direct copy, bf16"),
+    (BF16_COPY, "copy", "dtype copy", "bf16",
+     {"launcher": "vectorized_elementwise_kernel", "vector_width": 8, "function": "bfloat16_copy_kernel_cuda",
+      "to_dtype": "bf16"}, "ATen dtype copy, bf16"),
+    (FP16_COPY, "copy", "dtype copy", "fp16",
+     {"launcher": "vectorized_elementwise_kernel", "vector_width": 8, "function": "float16_copy_kernel_cuda",
+      "to_dtype": "fp16"}, "ATen dtype copy, fp16"),
+    # AUnaryFunctor: the first operand (a) is the CPU scalar; MulFunctor; vector width 8; bf16
+    (MUL, "elementwise", "mul", "bf16",
+     {"launcher": "vectorized_elementwise_kernel", "vector_width": 8, "scalar_operand": "a"},
+     "ATen elementwise mul by a CPU scalar, bf16"),
+    # BinaryFunctor<float, ...MulFunctor>: two tensors, no scalar operand
+    (BINARY_MUL, "elementwise", "mul", "fp32", {"launcher": "vectorized_elementwise_kernel", "vector_width": 4},
+     "ATen elementwise mul, fp32"),
+    # triu_tril_kernel<bool, int, false, 8, false> is tril; <..., true, ...> is triu
+    (TRIU, "mask", "triu/tril", "bool",
+     {"scalar_t": "bool", "index_type": "int", "upper": False, "elements_per_thread": 8, "inplace": False},
+     "ATen tril (builds the causal mask), bool"),
+    (TRIU_UPPER, "mask", "triu/tril", "bool",
+     {"scalar_t": "bool", "index_type": "int", "upper": True, "elements_per_thread": 8, "inplace": False},
+     "ATen triu (builds the causal mask), bool"),
+    (INDEX_SELECT, "unknown", None, None, {}, "ATen kernel, not recognised"),
+])
+def test_aten_every_shown_field_per_branch(name, kind, op, dtype, details, summary):
+    name = name if name.startswith(("void", "at::")) else _recorded(name)
+    k = decode(name)
+    assert (k.kind, k.library, k.op, k.dtype) == (kind, "ATen", op, dtype)
+    assert k.details == details
+    assert k.summary == summary
+
+
+@pytest.mark.parametrize("fragment, op, dtype, details, summary", [
+    # layer_norm_kernel.cu's forward, <c10::BFloat16, float, false>
+    ("vectorized_layer_norm_kernel", "layer_norm", "bf16",
+     {"computes": "forward: each row's mean and variance, then normalize, scale and shift"},
+     "ATen layer_norm (forward: each row's mean and variance, then normalize, scale and shift), bf16"),
+    # ForeachFunctors.cuh: TensorListMetadata<3> = three lists (param, tensor1, tensor2) and
+    # std::multiplies = addcmul; PointwiseOpScalarFunctor<c10::BFloat16, ...> = bf16
+    ("TensorListMetadata<3>, at::native::(anonymous namespace)::PointwiseOpScalarFunctor", "foreach addcmul", "bf16",
+     {"launcher": "multi_tensor_apply_kernel", "tensor_lists": 3},
+     "ATen foreach addcmul (one launch for a list of tensors), bf16"),
+    # TensorListScalarListMetadata<float, 3>: three lists plus a list of scalars; std::divides = addcdiv
+    ("TensorListScalarListMetadata<float, 3>", "foreach addcdiv", "bf16",
+     {"launcher": "multi_tensor_apply_kernel", "tensor_lists": 3},
+     "ATen foreach addcdiv (one launch for a list of tensors), bf16"),
+    ("philox::unpack", "philox unpack", None, {},
+     "ATen RNG state unpack (the seed and offset a dropout reads)"),
+])
+def test_aten_special_every_shown_field(fragment, op, dtype, details, summary):
+    k = decode(_recorded(fragment))
+    kind = {"layer_norm": "reduce", "philox unpack": "copy"}.get(op, "elementwise")
+    assert (k.kind, k.library, k.op, k.dtype) == (kind, "ATen", op, dtype)
+    assert k.details == details
+    assert k.summary == summary
+
+
+def test_aten_foreach_of_an_op_not_in_the_table():
+    # ForeachReduceOp.cu's LpNormFunctor (clip_grad_norm_'s foreach norm): a foreach launch whose op
+    # is none of the table's, over one list of fp32 tensors
+    k = decode("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+               "namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::LpNormFunctor<float, "
+               "(at::native::(anonymous namespace)::NormType)1, float, float>, float*, int>(at::native::"
+               "(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::LpNormFunctor<"
+               "float, (at::native::(anonymous namespace)::NormType)1, float, float>, float*, int)")
+    assert (k.kind, k.library, k.op, k.dtype) == ("elementwise", "ATen", "foreach", "fp32")
+    assert k.details == {"launcher": "multi_tensor_apply_kernel", "tensor_lists": 1}
+    assert k.summary == "ATen foreach op (one launch for a list of tensors), fp32"
+
+
+@pytest.mark.parametrize("name, fields_, details, summary", [
+    # <arch>_<in dtype>_<acc letter><mma shape>gemm_<out dtype>_<tile>_ldg<n>_f2f_stages_<k tile>x<stages>_<layout>
+    (AMPERE_BF16, ("gemm", "cuBLAS", "gemm", "bf16", TENSOR_CORES, "ampere", "128x128"),
+     {"mma_instruction": "mma.sync m16n8k16", "mma_token": "s16816gemm", "accumulate_letter": "s",
+      "output_dtype": "bf16", "ldg": 8, "other_tokens": ["f2f"], "k_tile": 64, "stages": 3, "operand_layout": "tn"},
+     "cuBLAS gemm (ampere), bf16, mma.sync m16n8k16, 128x128 tile, 3 stages, tn, tensor cores"),
+    # Turing's fp16 in / fp16 out on m16n8k8 with an fp32 ("s") accumulator, no stage count
+    ("turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn", ("gemm", "cuBLAS", "gemm", "fp16", TENSOR_CORES, "turing",
+                                                        "128x128"),
+     {"mma_instruction": "mma.sync m16n8k8", "mma_token": "s1688gemm", "accumulate_letter": "s",
+      "output_dtype": "fp16", "ldg": 8, "other_tokens": ["f2f"], "operand_layout": "tn"},
+     "cuBLAS gemm (turing), fp16, mma.sync m16n8k8, 128x128 tile, tn, tensor cores"),
+    # Volta's HMMA.884 with a half ("h") accumulator and no type token
+    ("volta_h884gemm_64x64_ldg8_nn", ("gemm", "cuBLAS", "gemm", None, TENSOR_CORES, "volta", "64x64"),
+     {"mma_instruction": "mma.sync m8n8k4", "mma_token": "h884gemm", "accumulate_letter": "h", "ldg": 8,
+      "operand_layout": "nn"},
+     "cuBLAS gemm (volta), mma.sync m8n8k4, 64x64 tile, nn, tensor cores"),
+    # sgemm: fp32 on CUDA cores; "sliced1x4" kept as the slicing token (as ncu lists it on an A100)
+    ("ampere_sgemm_32x32_sliced1x4_nn", ("gemm", "cuBLAS", "gemm", "fp32", FFMA, "ampere", "32x32"),
+     {"sliced": "1x4", "operand_layout": "nn"},
+     "cuBLAS gemm (ampere), fp32, 32x32 tile, nn, CUDA cores (FFMA)"),
+])
+def test_cublas_legacy_every_shown_field(name, fields_, details, summary):
+    k = decode(name)
+    assert fields(k) == fields_
+    assert k.details == details
+    assert k.summary == summary
+
+
+def test_cudnn_every_shown_field():
+    # cudnn_generated_fort_native_ sdpa sm90 flash fprop wgmma f16 knob_7 <tile> <warps> cga<cluster> kernel0_0
+    k = decode(CUDNN)
+    assert k.details == {
+        "other_tokens": ["fort", "native"], "operation": "sdpa (scaled dot-product attention)", "algorithm": "flash",
+        "direction": "fprop", "direction_words": "forward", "mma": "wgmma", "mma_words": "wgmma (Hopper warpgroup MMA)",
+        "precision_token": "f16", "knob": 7, "cluster": "1x1x1", "kernel_index": "0", "suffix": "0",
+        "warp_layout": "4x1x1"}
+    assert k.summary == ("cuDNN SDPA, flash, forward, wgmma, sm90, knob 7, 64x128x64 tile, warps 4x1x1, "
+                         "cluster 1x1x1")
+    # cut right after the knob's number: the knob is still read
+    assert decode("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7").details["knob"] == 7
+    # cut before the direction: attention with no direction
+    cut = decode("cudnn_generated_fort_native_sdpa_sm90_flash")
+    assert (cut.kind, cut.op, cut.summary) == ("attention", "attention", "cuDNN SDPA, flash, sm90")
+    dot = decode(CUDNN_HELPERS[0])
+    assert dot.details == {"function": "compute_dot_do_o_specialized", "direction": "backward",
+                           "computes": "per query row, the dot product of dO and O (the softmax gradient's D)"}
