@@ -1145,3 +1145,101 @@ def test_cudnn_every_shown_field():
     dot = decode(CUDNN_HELPERS[0])
     assert dot.details == {"function": "compute_dot_do_o_specialized", "direction": "backward",
                            "computes": "per query row, the dot product of dO and O (the softmax gradient's D)"}
+
+
+@pytest.mark.parametrize("name, fields_, details, summary", [
+    # CUTLASS 2: cutlass_<cc>_<opclass>_<type>_<mma>gemm_<epilogue>_<out type>_<MxN>_<KxStages>_<layout>_align<n>;
+    # the op class comes before any type, the second type token and the epilogue stay literal
+    (CUTLASS2, ("gemm", "CUTLASS", "gemm", "bf16", TENSOR_CORES, "sm80", "256x128"),
+     {"mma_token": "s16816gemm", "other_tokens": ["relu", "bf16"], "operand_layout": "nn", "alignment": 8,
+      "k_tile": 32, "stages": 3}, "CUTLASS gemm (sm80), bf16, 256x128 tile, nn, tensor cores"),
+    # simt sgemm: CUDA cores, no type token (the "s" of sgemm is not read as one), K-tile 8, 5 stages
+    (CUTLASS_SIMT, ("gemm", "CUTLASS", "gemm", None, FFMA, "sm80", "128x128"),
+     {"other_tokens": ["sgemm"], "k_tile": 8, "stages": 5, "operand_layout": "nt", "alignment": 1},
+     "CUTLASS gemm (sm80), 128x128 tile, nt, CUDA cores (FFMA)"),
+    # CUTLASS 3: cutlass3x_<sm>_<opclass>_gemm_<A>_<B>_<acc>_<C>_<D>_<MxNxK>_<cluster>_<stages>_<layout>_align<n>_<schedule>
+    (CUTLASS3, ("gemm", "CUTLASS", "gemm", "bf16", TENSOR_CORES, "sm90", "128x256x64"),
+     {"other_tokens": ["bf16", "f32", "bf16", "bf16", "0", "warpspecialized", "cooperative", "epi", "tma"],
+      "cluster": "1x2x1", "operand_layout": "tnn", "alignment": 8},
+     "CUTLASS gemm (sm90), bf16, 128x256x64 tile, tnn, tensor cores"),
+])
+def test_cutlass_gemm_every_shown_field(name, fields_, details, summary):
+    k = decode(name)
+    assert fields(k) == fields_
+    assert k.details == details
+    assert k.summary == summary
+
+
+# Hopper's xmma as vLLM's and others' nsys tables list it: a warpgroup size (wgmma) and no warp size or stages
+XMMA_SM90 = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_"
+             "kernel__5x_cublas")
+
+
+@pytest.mark.parametrize("name, fields_, details, summary", [
+    (XMMA_SM90, ("gemm", "cuBLAS", "gemm", "bf16", TENSOR_CORES, "sm90", "128x128x64"),
+     {"operation": "gemm", "warpgroup_layout": "1x1x1", "other_tokens": ["execute", "segment", "k", "off", "kernel", "5x"],
+      "from": "cuBLAS", "type_tokens": ["bf16bf16", "bf16f32", "f32"], "operand_layout": "tn", "layout_tokens": ["tn", "n"]},
+     "cuBLAS xmma gemm (sm90), bf16, 128x128x64 tile, tn, tensor cores"),
+    (XMMA_F32_TN, ("gemm", "cuBLAS", "gemm", "fp32", FFMA, "sm80", "128x128x8"),
+     {"operation": "gemm", "stages": 3, "warp_layout": "2x2x1", "align_a": 4, "align_c": 4,
+      "other_tokens": ["execute", "kernel", "5x"], "from": "cuBLAS", "type_tokens": ["f32f32", "f32f32", "f32"],
+      "operand_layout": "tn", "layout_tokens": ["tn", "n"]},
+     "cuBLAS xmma gemm (sm80), fp32, 128x128x8 tile, 3 stages, warps 2x2x1, tn, CUDA cores (FFMA)"),
+])
+def test_xmma_every_shown_field(name, fields_, details, summary):
+    k = decode(name)
+    assert fields(k) == fields_
+    assert k.details == details
+    assert k.summary == summary
+
+
+def test_nvjet_without_an_arch_with_tokens_it_does_not_name():
+    # as an nsys table lists it: no sm token, so the variant is the first token; "2cta" and "splitK"
+    # are not labelled and stay literal
+    k = decode("nvjet_tst_64x32_64x16_2x2_2cta_h_bz_splitK_TNT")
+    assert fields(k) == ("gemm", "cuBLAS (nvjet)", "gemm", "16-bit", TENSOR_CORES, None, "64x32")
+    assert k.details == {"variant_token": "tst", "other_tokens": ["2cta", "splitK"], "inputs": "16-bit (h)",
+                         "beta": "zero (bz)", "layout": "TNT", "tile_m": 64, "tile_n": 32, "dims_token_2": "64x16",
+                         "cluster": "2x2"}
+    assert k.summary == "cuBLAS nvjet gemm, 64x32 tile, cluster 2x2, TNT, 16-bit inputs, beta 0"
+
+
+def test_a_decoder_that_raises_reads_unknown_with_the_error(monkeypatch):
+    import helpers.core.names as names
+
+    def broken(text):
+        raise ValueError("boom")
+    monkeypatch.setattr(names, "_FAMILIES", (broken,))
+    k = decode("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT")
+    assert (k.name, k.kind, k.library, k.op, k.summary) == (
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT", "unknown", "unknown", None, "unrecognised kernel name")
+    assert k.details == {"decode_error": "ValueError('boom')"}
+    # a family's fields with no summary of their own: the library, the kind and the op, in words;
+    # a kind outside KINDS reads "unknown"
+    monkeypatch.setattr(names, "_FAMILIES", (lambda text: {"kind": "gemm", "library": "L", "op": "mm"},))
+    assert decode("x").summary == "L gemm mm"
+    monkeypatch.setattr(names, "_FAMILIES", (lambda text: {"kind": "not-a-kind", "library": "L"},))
+    assert (decode("x").kind, decode("x").summary) == ("unknown", "unrecognised kernel name")
+    monkeypatch.setattr(names, "_FAMILIES", (lambda text: {"library": "L", "op": "mm"},))
+    assert (decode("x").kind, decode("x").summary) == ("unknown", "unrecognised kernel name")
+
+
+@pytest.mark.parametrize("name, op, dtype, details, summary", [
+    # SoftMax.cu: cunn_SoftMaxForward<ILP, scalar_t, accscalar_t, outscalar_t, Epilogue>
+    (CUNN_SOFTMAX, "softmax", "bf16",
+     {"function": "cunn_SoftMaxForward", "ILP": 8, "input_dtype": "bf16", "accumulate_dtype": "fp32",
+      "output_dtype": "bf16", "epilogue": "SoftMaxForwardEpilogue", "algorithm": "one block per row"},
+     "ATen softmax, cunn_SoftMaxForward, bf16"),
+    # PersistentSoftmax.cuh: softmax_warp_backward<input_t, output_t, acc_t, log2_elements, is_log_softmax,
+    # is_masked> as the recorded backward launches it: <float, float, float, 10, false, false>
+    ("softmax_warp_backward<float, float, float, 10, false, false>", "softmax backward", "fp32",
+     {"function": "softmax_warp_backward", "input_dtype": "fp32", "output_dtype": "fp32", "accumulate_dtype": "fp32",
+      "log2_elements": 10, "elements_per_row": 1024, "is_log_softmax": False, "is_masked": False,
+      "algorithm": "one warp per row, row held in registers (dim <= 1024)"},
+     "ATen softmax backward, softmax_warp_backward, fp32, rows of 1024"),
+])
+def test_aten_softmax_every_shown_field(name, op, dtype, details, summary):
+    k = decode(name if name.startswith("void") else _recorded(name))
+    assert (k.kind, k.library, k.op, k.dtype) == ("softmax", "ATen", op, dtype)
+    assert k.details == details
+    assert k.summary == summary
