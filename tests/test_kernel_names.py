@@ -1243,3 +1243,49 @@ def test_aten_softmax_every_shown_field(name, op, dtype, details, summary):
     assert (k.kind, k.library, k.op, k.dtype) == ("softmax", "ATen", op, dtype)
     assert k.details == details
     assert k.summary == summary
+
+
+# names as profiler tables print them (cut with "...", non-type template arguments as "(int)2")
+CUB_REDUCE = ("void at_cuda_detail::cub::DeviceReduceSingleTileKernel<at_cuda_detail::cub::DeviceReducePolicy<int, "
+              "unsigned long long, cuda::std::__4::plus<void>>::Policy60...")
+REMAINDER_BY_SCALAR = ("void at::native::vectorized_elementwise_kernel<(int)2, at::native::BUnaryFunctor<long, long, "
+                       "long, at::native::remainder_kernel_cuda(at::...")
+
+
+@pytest.mark.parametrize("name, kind, op, dtype, details, summary", [
+    # torch.nonzero's count: CUB's single-tile device reduce in ATen's CUB namespace (at_cuda_detail);
+    # no ReduceOp, no ATen reduction named, no element type before the cut
+    (CUB_REDUCE, "reduce", "reduce", None, {"reduction": None}, "ATen reduce"),
+    # x % scalar: Loops.cuh's BUnaryFunctor holds the second operand (b) as the CPU scalar;
+    # vectorized_elementwise_kernel<(int)2, ...>: vector width 2; BUnaryFunctor<long, ...>: int64;
+    # the op is the kernel function's own name (remainder_kernel_cuda), not in the op table
+    (REMAINDER_BY_SCALAR, "elementwise", "remainder", "int64",
+     {"launcher": "vectorized_elementwise_kernel", "vector_width": 2, "scalar_operand": "b"},
+     "ATen elementwise remainder by a CPU scalar, int64"),
+    # the recorded gather: no launcher of the elementwise family, no element type in <16, long>
+    ("vectorized_gather_kernel<16, long>", "elementwise", "gather", None, {}, "ATen elementwise gather"),
+    # triu_tril_kernel cut before its template arguments: neither triu nor tril can be told
+    ("void at::native::triu_tril_kernel", "mask", "triu/tril", None, {}, "ATen triu/tril (builds the causal mask)"),
+])
+def test_aten_cut_and_scalar_names_every_shown_field(name, kind, op, dtype, details, summary):
+    name = name if name.startswith("void") else _recorded(name)
+    k = decode(name)
+    assert (k.kind, k.library, k.op, k.dtype) == (kind, "ATen", op, dtype)
+    assert k.details == details
+    assert k.summary == summary
+
+
+def test_cublas_dgemm_and_a_cudnn_conv_name_that_is_no_gemm():
+    # nvprof's GPU activities list volta_dgemm_64x64_nn: fp64 on CUDA cores (DFMA), 64x64 tile, nn
+    k = decode("volta_dgemm_64x64_nn")
+    assert fields(k) == ("gemm", "cuBLAS", "gemm", "fp64", "CUDA cores (DFMA)", "volta", "64x64")
+    assert k.details == {"operand_layout": "nn"}
+    assert k.summary == "cuBLAS gemm (volta), fp64, 64x64 tile, nn, CUDA cores (DFMA)"
+    # cuDNN's classic convolution kernel: an arch word first, but no gemm token: not a cuBLAS gemm
+    c = decode("maxwell_scudnn_128x64_relu_interior_nn")
+    assert (c.kind, c.library, c.op, c.summary) == ("unknown", "unknown", None, "unrecognised kernel name")
+
+
+def test_cudnn_cut_before_its_type_and_tile_leaves_them_none():
+    cut = decode("cudnn_generated_fort_native_sdpa_sm90_flash")
+    assert fields(cut) == ("attention", "cuDNN", "attention", None, None, "sm90", None)
