@@ -1289,3 +1289,38 @@ def test_cublas_dgemm_and_a_cudnn_conv_name_that_is_no_gemm():
 def test_cudnn_cut_before_its_type_and_tile_leaves_them_none():
     cut = decode("cudnn_generated_fort_native_sdpa_sm90_flash")
     assert fields(cut) == ("attention", "cuDNN", "attention", None, None, "sm90", None)
+
+
+def test_xmma_bf16_whole_and_cut_before_its_tile():
+    k = decode(XMMA_BF16)  # the unit named by the mma shape (tensor16x8x16): nothing inferred
+    assert k.details == {"operation": "gemm", "stages": 3, "warp_layout": "2x2x1", "mma_shape": "16x8x16",
+                         "other_tokens": ["kernel"], "type_tokens": ["bf16bf16", "bf16f32", "f32"],
+                         "operand_layout": "tn", "layout_tokens": ["tn", "n"]}
+    assert k.summary == "cuBLAS xmma gemm (sm80), bf16, 128x128x32 tile, 3 stages, warps 2x2x1, tn, tensor cores"
+    cut = decode("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n")  # cut before tilesize: no tile, the unit inferred
+    assert fields(cut) == ("gemm", "cuBLAS", "gemm", "bf16", TENSOR_CORES, "sm80", None)
+    assert cut.summary == "cuBLAS xmma gemm (sm80), bf16, tn, tensor cores"
+    assert cut.details["math_inferred"] == "from the 16/8-bit input type"
+
+
+def test_aten_softmax_reg_whole_and_cunn_cut_before_its_epilogue():
+    # SoftMax.cu: cunn_SoftMaxForwardReg<scalar_t, accscalar_t, outscalar_t, Epilogue, index_t, reg_cnt>
+    r = decode("void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<c10::BFloat16, float, "
+               "c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue, long, 4>("
+               "c10::BFloat16*, c10::BFloat16 const*, long)")
+    assert r.details == {"function": "cunn_SoftMaxForwardReg", "input_dtype": "bf16", "accumulate_dtype": "fp32",
+                         "output_dtype": "bf16", "epilogue": "SoftMaxForwardEpilogue", "index_t": "long", "reg_cnt": 4,
+                         "algorithm": "one block per row, row held in registers"}
+    assert r.summary == "ATen softmax, cunn_SoftMaxForwardReg, bf16"
+    # cut before the epilogue: which softmax (log or not) is not told, so it reads softmax
+    cut = decode("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float")
+    assert (cut.op, cut.dtype, cut.summary) == ("softmax", "bf16", "ATen softmax, cunn_SoftMaxForward, bf16")
+    assert cut.details == {"function": "cunn_SoftMaxForward", "ILP": 8, "input_dtype": "bf16",
+                           "accumulate_dtype": "fp32", "truncated": True, "algorithm": "one block per row"}
+
+
+def test_decode_keeps_the_name_as_text(monkeypatch):
+    assert decode(None).name == "" and decode(123).name == "123"
+    import helpers.core.names as names
+    monkeypatch.setattr(names, "_FAMILIES", (lambda text: {"kind": "gemm", "library": "L"},))
+    assert decode("x").summary == "L gemm"  # no op: the library and the kind alone
