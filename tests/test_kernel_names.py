@@ -1324,3 +1324,16 @@ def test_decode_keeps_the_name_as_text(monkeypatch):
     import helpers.core.names as names
     monkeypatch.setattr(names, "_FAMILIES", (lambda text: {"kind": "gemm", "library": "L"},))
     assert decode("x").summary == "L gemm"  # no op: the library and the kind alone
+
+
+def test_xmma_convolution_is_cudnns():
+    # a TensorFlow trace's conv kernel: xmma's forward-propagation implicit gemm, suffixed _cudnn (cuDNN
+    # launched it); tf32f32 the A and B types; tensor16x8x8 the mma shape; stage1, warpsize4x1x1
+    k = decode("sm80_xmma_fprop_implicit_gemm_indexed_wo_smem_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x32x16_"
+               "stage1_warpsize4x1x1_g1_tensor16x8x8_aligna4_alignc8_execute_kernel_cudnn")
+    assert fields(k) == ("unknown", "cuDNN", "fprop", "tf32", TENSOR_CORES, "sm80", "128x32x16")
+    assert k.details == {"operation": "fprop", "other_tokens": ["implicit", "gemm", "indexed", "wo", "smem", "nhwckrsc",
+                                                                "nhwc", "g1", "execute", "kernel"],
+                         "stages": 1, "warp_layout": "4x1x1", "mma_shape": "16x8x8", "align_a": 4, "align_c": 8,
+                         "from": "cuDNN", "type_tokens": ["tf32f32", "tf32f32", "f32"]}
+    assert k.summary == "cuDNN xmma fprop (sm80), tf32, 128x32x16 tile, 1 stages, warps 4x1x1, tensor cores"
