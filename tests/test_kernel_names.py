@@ -1337,3 +1337,10 @@ def test_xmma_convolution_is_cudnns():
                          "stages": 1, "warp_layout": "4x1x1", "mma_shape": "16x8x8", "align_a": 4, "align_c": 8,
                          "from": "cuDNN", "type_tokens": ["tf32f32", "tf32f32", "f32"]}
     assert k.summary == "cuDNN xmma fprop (sm80), tf32, 128x32x16 tile, 1 stages, warps 4x1x1, tensor cores"
+
+
+def test_aten_cat_is_a_copy_with_no_element_type_named():
+    # the recorded torch.cat: CatArrayBatchedCopy<OpaqueType<2u>, ...> copies opaque 2-byte elements,
+    # so no element type is named
+    k = decode(_recorded("CatArrayBatchedCopy"))
+    assert (k.kind, k.library, k.op, k.dtype, k.details, k.summary) == ("copy", "ATen", "cat", None, {}, "ATen cat")
