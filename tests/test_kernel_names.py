@@ -1344,3 +1344,26 @@ def test_aten_cat_is_a_copy_with_no_element_type_named():
     # so no element type is named
     k = decode(_recorded("CatArrayBatchedCopy"))
     assert (k.kind, k.library, k.op, k.dtype, k.details, k.summary) == ("copy", "ATen", "cat", None, {}, "ATen cat")
+
+
+@pytest.mark.parametrize("name, fields_, details, summary", [
+    # xformers' generate_kernels.py: fmha_cutlass<F|B>_<f32|f16|bf16>_<aligned|notaligned>_<QxK>_<rf|gmem>_sm<cc>;
+    # gmem: the output accumulated in global memory; fp32 runs on CUDA cores (math None)
+    ("fmha_cutlassF_f32_aligned_32x128_gmem_sm80", ("attention", "CUTLASS (xformers mem-efficient)",
+                                                     "attention forward", "fp32", None, "sm80", "32x128"),
+     {"algorithm": "memory-efficient attention forward (cutlassF)", "direction": "forward", "alignment": "aligned",
+      "queries_per_block": 32, "keys_per_block": 128, "output_accumulator": "global memory (max_k > keys per block)"},
+     "memory-efficient attention forward (cutlassF), fp32, 32x128 tiles, output in global memory, sm80"),
+    # f16, not aligned, registers, Turing: 16-bit inputs on tensor cores
+    ("fmha_cutlassF_f16_notaligned_64x64_rf_sm75", ("attention", "CUTLASS (xformers mem-efficient)",
+                                                     "attention forward", "fp16", TENSOR_CORES, "sm75", "64x64"),
+     {"algorithm": "memory-efficient attention forward (cutlassF)", "direction": "forward", "alignment": "notaligned",
+      "queries_per_block": 64, "keys_per_block": 64,
+      "output_accumulator": "register file (kSingleValueIteration: max_k <= keys per block)"},
+     "memory-efficient attention forward (cutlassF), fp16, 64x64 tiles, output in registers, sm75"),
+])
+def test_cutlass_fmha_names_alone_every_shown_field(name, fields_, details, summary):
+    k = decode(name)
+    assert fields(k) == fields_
+    assert k.details == details
+    assert k.summary == summary
