@@ -1281,6 +1281,11 @@ def test_cublas_dgemm_and_a_cudnn_conv_name_that_is_no_gemm():
     assert fields(k) == ("gemm", "cuBLAS", "gemm", "fp64", "CUDA cores (DFMA)", "volta", "64x64")
     assert k.details == {"operand_layout": "nn"}
     assert k.summary == "cuBLAS gemm (volta), fp64, 64x64 tile, nn, CUDA cores (DFMA)"
+    # nvprof on a P100 lists maxwell_hgemm_128x64_tn: fp16 on CUDA cores (HFMA2), 128x64 tile, tn
+    h = decode("maxwell_hgemm_128x64_tn")
+    assert fields(h) == ("gemm", "cuBLAS", "gemm", "fp16", "CUDA cores (HFMA2)", "maxwell", "128x64")
+    assert h.details == {"operand_layout": "tn"}
+    assert h.summary == "cuBLAS gemm (maxwell), fp16, 128x64 tile, tn, CUDA cores (HFMA2)"
     # cuDNN's classic convolution kernel: an arch word first, but no gemm token: not a cuBLAS gemm
     c = decode("maxwell_scudnn_128x64_relu_interior_nn")
     assert (c.kind, c.library, c.op, c.summary) == ("unknown", "unknown", None, "unrecognised kernel name")
