@@ -1,6 +1,7 @@
 """helpers.core.names: the fields of known kernel names, the recorded traces, and fuzzing."""
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
@@ -972,3 +973,402 @@ def test_cutlass_mem_efficient_forward_summary():
     assert k.summary == "memory-efficient attention forward (cutlassF), bf16, 64x64 tiles, output in registers, sm80"
     g = decode("fmha_cutlassF_f32_aligned_32x128_gmem_sm80")
     assert "output in registers" not in g.summary and g.summary.endswith(", sm80")
+
+
+# --- every field a reader is shown, per branch of ATen's, legacy cuBLAS's and cuDNN's decoders ---
+# Each expectation is written from the name itself (its template arguments, read against the
+# ATen / cuBLAS / cuDNN source or naming convention cited beside it) and the decoder's documented
+# summary template; the whole details dict and the exact summary are compared, because both are
+# shown in the kernel tables and the book's kernel-names page.
+
+@functools.lru_cache(maxsize=None)
+def _recorded(fragment: str) -> str:
+    """The first recorded kernel name that holds `fragment` (from the replayed traces, not typed in)."""
+    for path in sorted(TRACE_ROOT.rglob("*.json.gz")):
+        with gzip.open(path, "rt") as fh:
+            for e in json.load(fh)["traceEvents"]:
+                if e.get("cat") == "kernel" and fragment in e["name"]:
+                    return e["name"]
+    raise AssertionError(f"no recorded kernel holds {fragment!r}")
+
+
+# ATen Reduce.cuh: reduce_kernel<max_threads, output_vec_size, ReduceOp<scalar_t, ops_t, ...>>
+REDUCE_MEAN_PART = "ReduceOp<float, at::native::MeanOps<float, float, float, float>"
+# ATen CUDALoops.cuh: unrolled_elementwise_kernel<func, array, elems, in_calc, out_calc, loader, storer>;
+# the loader/storer LoadWithCast/StoreWithCast are the casting path (a dtype conversion)
+CAST_COPY_PART = "unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda"
+# Copy.cu's float16_copy_kernel_cuda (fp32 -> fp16, the twin of bfloat16_copy_kernel_cuda)
+FP16_COPY = ("void at::native::vectorized_elementwise_kernel<8, at::native::float16_copy_kernel_cuda("
+             "at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::"
+             "float16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul>)")
+# TriangularOps.cu: triu_tril_kernel<scalar_t, IndexType, upper, elements_per_thread, inplace>; torch.triu
+TRIU_UPPER = ("void at::native::triu_tril_kernel<bool, int, true, 8, false>(at::cuda::detail::TensorInfo<"
+              "bool, int>, at::cuda::detail::TensorInfo<bool const, int>, long, long, int)")
+# Indexing.cu's index_select kernel: an ATen kernel with no launcher and no op in the table
+INDEX_SELECT = ("void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, "
+                "true>(at::cuda::detail::TensorInfo<float, unsigned int>, at::cuda::detail::TensorInfo<float const, "
+                "unsigned int>, at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, "
+                "unsigned int, long)")
+
+
+@pytest.mark.parametrize("name, kind, op, dtype, details, summary", [
+    # reduce_kernel<512, 1, ReduceOp<float, MeanOps...>>: 512 threads, output vec 1, a mean over fp32
+    (REDUCE_MEAN_PART, "reduce", "reduce", "fp32",
+     {"launcher": "reduce_kernel", "max_threads": 512, "output_vec_size": 1, "reduction": "mean"},
+     "ATen reduce (mean) over fp32"),
+    # vectorized_elementwise_kernel<4, FillFunctor<bool>>: vector width 4, fills bools
+    (FILL, "fill", "fill", "bool", {"launcher": "vectorized_elementwise_kernel", "vector_width": 4},
+     "ATen fill, bool"),
+    # elementwise_kernel<128, 4, ...masked_fill_kernel...{lambda(c10::BFloat16, bool)}>: 128 threads, 4 items
+    (MASKED_FILL, "masked_fill", "masked_fill", "bf16",
+     {"launcher": "elementwise_kernel", "threads_per_block": 128, "items_per_thread": 4},
+     "ATen masked_fill, bf16"),
+    # the casting copy: unrolled launcher (no vector width), lambda(float), LoadWithCast/StoreWithCast
+    (CAST_COPY_PART, "copy", "direct copy", "fp32",
+     {"launcher": "unrolled_elementwise_kernel", "casting_load_store": True},
+     "ATen direct copy with casting loads/stores (a dtype conversion), fp32"),
+    # the plain copy: vectorized<8>, lambda(c10::BFloat16), no casting loader
+    (DIRECT_COPY, "copy", "direct copy", "bf16", {"launcher": "vectorized_elementwise_kernel", "vector_width": 8},
+     "ATen direct copy, bf16"),
+    (BF16_COPY, "copy", "dtype copy", "bf16",
+     {"launcher": "vectorized_elementwise_kernel", "vector_width": 8, "function": "bfloat16_copy_kernel_cuda",
+      "to_dtype": "bf16"}, "ATen dtype copy, bf16"),
+    (FP16_COPY, "copy", "dtype copy", "fp16",
+     {"launcher": "vectorized_elementwise_kernel", "vector_width": 8, "function": "float16_copy_kernel_cuda",
+      "to_dtype": "fp16"}, "ATen dtype copy, fp16"),
+    # AUnaryFunctor: the first operand (a) is the CPU scalar; MulFunctor; vector width 8; bf16
+    (MUL, "elementwise", "mul", "bf16",
+     {"launcher": "vectorized_elementwise_kernel", "vector_width": 8, "scalar_operand": "a"},
+     "ATen elementwise mul by a CPU scalar, bf16"),
+    # BinaryFunctor<float, ...MulFunctor>: two tensors, no scalar operand
+    (BINARY_MUL, "elementwise", "mul", "fp32", {"launcher": "vectorized_elementwise_kernel", "vector_width": 4},
+     "ATen elementwise mul, fp32"),
+    # triu_tril_kernel<bool, int, false, 8, false> is tril; <..., true, ...> is triu
+    (TRIU, "mask", "triu/tril", "bool",
+     {"scalar_t": "bool", "index_type": "int", "upper": False, "elements_per_thread": 8, "inplace": False},
+     "ATen tril (builds the causal mask), bool"),
+    (TRIU_UPPER, "mask", "triu/tril", "bool",
+     {"scalar_t": "bool", "index_type": "int", "upper": True, "elements_per_thread": 8, "inplace": False},
+     "ATen triu (builds the causal mask), bool"),
+    (INDEX_SELECT, "unknown", None, None, {}, "ATen kernel, not recognised"),
+])
+def test_aten_every_shown_field_per_branch(name, kind, op, dtype, details, summary):
+    name = name if name.startswith(("void", "at::")) else _recorded(name)
+    k = decode(name)
+    assert (k.kind, k.library, k.op, k.dtype) == (kind, "ATen", op, dtype)
+    assert k.details == details
+    assert k.summary == summary
+
+
+@pytest.mark.parametrize("fragment, op, dtype, details, summary", [
+    # layer_norm_kernel.cu's forward, <c10::BFloat16, float, false>
+    ("vectorized_layer_norm_kernel", "layer_norm", "bf16",
+     {"computes": "forward: each row's mean and variance, then normalize, scale and shift"},
+     "ATen layer_norm (forward: each row's mean and variance, then normalize, scale and shift), bf16"),
+    # ForeachFunctors.cuh: TensorListMetadata<3> = three lists (param, tensor1, tensor2) and
+    # std::multiplies = addcmul; PointwiseOpScalarFunctor<c10::BFloat16, ...> = bf16
+    ("TensorListMetadata<3>, at::native::(anonymous namespace)::PointwiseOpScalarFunctor", "foreach addcmul", "bf16",
+     {"launcher": "multi_tensor_apply_kernel", "tensor_lists": 3},
+     "ATen foreach addcmul (one launch for a list of tensors), bf16"),
+    # TensorListScalarListMetadata<float, 3>: three lists plus a list of scalars; std::divides = addcdiv
+    ("TensorListScalarListMetadata<float, 3>", "foreach addcdiv", "bf16",
+     {"launcher": "multi_tensor_apply_kernel", "tensor_lists": 3},
+     "ATen foreach addcdiv (one launch for a list of tensors), bf16"),
+    ("philox::unpack", "philox unpack", None, {},
+     "ATen RNG state unpack (the seed and offset a dropout reads)"),
+])
+def test_aten_special_every_shown_field(fragment, op, dtype, details, summary):
+    k = decode(_recorded(fragment))
+    kind = {"layer_norm": "reduce", "philox unpack": "copy"}.get(op, "elementwise")
+    assert (k.kind, k.library, k.op, k.dtype) == (kind, "ATen", op, dtype)
+    assert k.details == details
+    assert k.summary == summary
+
+
+def test_aten_foreach_of_an_op_not_in_the_table():
+    # ForeachReduceOp.cu's LpNormFunctor (clip_grad_norm_'s foreach norm): a foreach launch whose op
+    # is none of the table's, over one list of fp32 tensors
+    k = decode("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+               "namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::LpNormFunctor<float, "
+               "(at::native::(anonymous namespace)::NormType)1, float, float>, float*, int>(at::native::"
+               "(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::LpNormFunctor<"
+               "float, (at::native::(anonymous namespace)::NormType)1, float, float>, float*, int)")
+    assert (k.kind, k.library, k.op, k.dtype) == ("elementwise", "ATen", "foreach", "fp32")
+    assert k.details == {"launcher": "multi_tensor_apply_kernel", "tensor_lists": 1}
+    assert k.summary == "ATen foreach op (one launch for a list of tensors), fp32"
+
+
+@pytest.mark.parametrize("name, fields_, details, summary", [
+    # <arch>_<in dtype>_<acc letter><mma shape>gemm_<out dtype>_<tile>_ldg<n>_f2f_stages_<k tile>x<stages>_<layout>
+    (AMPERE_BF16, ("gemm", "cuBLAS", "gemm", "bf16", TENSOR_CORES, "ampere", "128x128"),
+     {"mma_instruction": "mma.sync m16n8k16", "mma_token": "s16816gemm", "accumulate_letter": "s",
+      "output_dtype": "bf16", "ldg": 8, "other_tokens": ["f2f"], "k_tile": 64, "stages": 3, "operand_layout": "tn"},
+     "cuBLAS gemm (ampere), bf16, mma.sync m16n8k16, 128x128 tile, 3 stages, tn, tensor cores"),
+    # Turing's fp16 in / fp16 out on m16n8k8 with an fp32 ("s") accumulator, no stage count
+    ("turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn", ("gemm", "cuBLAS", "gemm", "fp16", TENSOR_CORES, "turing",
+                                                        "128x128"),
+     {"mma_instruction": "mma.sync m16n8k8", "mma_token": "s1688gemm", "accumulate_letter": "s",
+      "output_dtype": "fp16", "ldg": 8, "other_tokens": ["f2f"], "operand_layout": "tn"},
+     "cuBLAS gemm (turing), fp16, mma.sync m16n8k8, 128x128 tile, tn, tensor cores"),
+    # Volta's HMMA.884 with a half ("h") accumulator and no type token
+    ("volta_h884gemm_64x64_ldg8_nn", ("gemm", "cuBLAS", "gemm", None, TENSOR_CORES, "volta", "64x64"),
+     {"mma_instruction": "mma.sync m8n8k4", "mma_token": "h884gemm", "accumulate_letter": "h", "ldg": 8,
+      "operand_layout": "nn"},
+     "cuBLAS gemm (volta), mma.sync m8n8k4, 64x64 tile, nn, tensor cores"),
+    # sgemm: fp32 on CUDA cores; "sliced1x4" kept as the slicing token (as ncu lists it on an A100)
+    ("ampere_sgemm_32x32_sliced1x4_nn", ("gemm", "cuBLAS", "gemm", "fp32", FFMA, "ampere", "32x32"),
+     {"sliced": "1x4", "operand_layout": "nn"},
+     "cuBLAS gemm (ampere), fp32, 32x32 tile, nn, CUDA cores (FFMA)"),
+])
+def test_cublas_legacy_every_shown_field(name, fields_, details, summary):
+    k = decode(name)
+    assert fields(k) == fields_
+    assert k.details == details
+    assert k.summary == summary
+
+
+def test_cudnn_every_shown_field():
+    # cudnn_generated_fort_native_ sdpa sm90 flash fprop wgmma f16 knob_7 <tile> <warps> cga<cluster> kernel0_0
+    k = decode(CUDNN)
+    assert k.details == {
+        "other_tokens": ["fort", "native"], "operation": "sdpa (scaled dot-product attention)", "algorithm": "flash",
+        "direction": "fprop", "direction_words": "forward", "mma": "wgmma", "mma_words": "wgmma (Hopper warpgroup MMA)",
+        "precision_token": "f16", "knob": 7, "cluster": "1x1x1", "kernel_index": "0", "suffix": "0",
+        "warp_layout": "4x1x1"}
+    assert k.summary == ("cuDNN SDPA, flash, forward, wgmma, sm90, knob 7, 64x128x64 tile, warps 4x1x1, "
+                         "cluster 1x1x1")
+    # cut right after the knob's number: the knob is still read
+    assert decode("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7").details["knob"] == 7
+    # cut before the direction: attention with no direction
+    cut = decode("cudnn_generated_fort_native_sdpa_sm90_flash")
+    assert (cut.kind, cut.op, cut.summary) == ("attention", "attention", "cuDNN SDPA, flash, sm90")
+    dot = decode(CUDNN_HELPERS[0])
+    assert dot.details == {"function": "compute_dot_do_o_specialized", "direction": "backward",
+                           "computes": "per query row, the dot product of dO and O (the softmax gradient's D)"}
+
+
+@pytest.mark.parametrize("name, fields_, details, summary", [
+    # CUTLASS 2: cutlass_<cc>_<opclass>_<type>_<mma>gemm_<epilogue>_<out type>_<MxN>_<KxStages>_<layout>_align<n>;
+    # the op class comes before any type, the second type token and the epilogue stay literal
+    (CUTLASS2, ("gemm", "CUTLASS", "gemm", "bf16", TENSOR_CORES, "sm80", "256x128"),
+     {"mma_token": "s16816gemm", "other_tokens": ["relu", "bf16"], "operand_layout": "nn", "alignment": 8,
+      "k_tile": 32, "stages": 3}, "CUTLASS gemm (sm80), bf16, 256x128 tile, nn, tensor cores"),
+    # simt sgemm: CUDA cores, no type token (the "s" of sgemm is not read as one), K-tile 8, 5 stages
+    (CUTLASS_SIMT, ("gemm", "CUTLASS", "gemm", None, FFMA, "sm80", "128x128"),
+     {"other_tokens": ["sgemm"], "k_tile": 8, "stages": 5, "operand_layout": "nt", "alignment": 1},
+     "CUTLASS gemm (sm80), 128x128 tile, nt, CUDA cores (FFMA)"),
+    # CUTLASS 3: cutlass3x_<sm>_<opclass>_gemm_<A>_<B>_<acc>_<C>_<D>_<MxNxK>_<cluster>_<stages>_<layout>_align<n>_<schedule>
+    (CUTLASS3, ("gemm", "CUTLASS", "gemm", "bf16", TENSOR_CORES, "sm90", "128x256x64"),
+     {"other_tokens": ["bf16", "f32", "bf16", "bf16", "0", "warpspecialized", "cooperative", "epi", "tma"],
+      "cluster": "1x2x1", "operand_layout": "tnn", "alignment": 8},
+     "CUTLASS gemm (sm90), bf16, 128x256x64 tile, tnn, tensor cores"),
+])
+def test_cutlass_gemm_every_shown_field(name, fields_, details, summary):
+    k = decode(name)
+    assert fields(k) == fields_
+    assert k.details == details
+    assert k.summary == summary
+
+
+# Hopper's xmma as vLLM's and others' nsys tables list it: a warpgroup size (wgmma) and no warp size or stages
+XMMA_SM90 = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_"
+             "kernel__5x_cublas")
+
+
+@pytest.mark.parametrize("name, fields_, details, summary", [
+    (XMMA_SM90, ("gemm", "cuBLAS", "gemm", "bf16", TENSOR_CORES, "sm90", "128x128x64"),
+     {"operation": "gemm", "warpgroup_layout": "1x1x1", "other_tokens": ["execute", "segment", "k", "off", "kernel", "5x"],
+      "from": "cuBLAS", "type_tokens": ["bf16bf16", "bf16f32", "f32"], "operand_layout": "tn", "layout_tokens": ["tn", "n"]},
+     "cuBLAS xmma gemm (sm90), bf16, 128x128x64 tile, tn, tensor cores"),
+    (XMMA_F32_TN, ("gemm", "cuBLAS", "gemm", "fp32", FFMA, "sm80", "128x128x8"),
+     {"operation": "gemm", "stages": 3, "warp_layout": "2x2x1", "align_a": 4, "align_c": 4,
+      "other_tokens": ["execute", "kernel", "5x"], "from": "cuBLAS", "type_tokens": ["f32f32", "f32f32", "f32"],
+      "operand_layout": "tn", "layout_tokens": ["tn", "n"]},
+     "cuBLAS xmma gemm (sm80), fp32, 128x128x8 tile, 3 stages, warps 2x2x1, tn, CUDA cores (FFMA)"),
+])
+def test_xmma_every_shown_field(name, fields_, details, summary):
+    k = decode(name)
+    assert fields(k) == fields_
+    assert k.details == details
+    assert k.summary == summary
+
+
+def test_nvjet_without_an_arch_with_tokens_it_does_not_name():
+    # as an nsys table lists it: no sm token, so the variant is the first token; "2cta" and "splitK"
+    # are not labelled and stay literal
+    k = decode("nvjet_tst_64x32_64x16_2x2_2cta_h_bz_splitK_TNT")
+    assert fields(k) == ("gemm", "cuBLAS (nvjet)", "gemm", "16-bit", TENSOR_CORES, None, "64x32")
+    assert k.details == {"variant_token": "tst", "other_tokens": ["2cta", "splitK"], "inputs": "16-bit (h)",
+                         "beta": "zero (bz)", "layout": "TNT", "tile_m": 64, "tile_n": 32, "dims_token_2": "64x16",
+                         "cluster": "2x2"}
+    assert k.summary == "cuBLAS nvjet gemm, 64x32 tile, cluster 2x2, TNT, 16-bit inputs, beta 0"
+
+
+def test_a_decoder_that_raises_reads_unknown_with_the_error(monkeypatch):
+    import helpers.core.names as names
+
+    def broken(text):
+        raise ValueError("boom")
+    monkeypatch.setattr(names, "_FAMILIES", (broken,))
+    k = decode("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT")
+    assert (k.name, k.kind, k.library, k.op, k.summary) == (
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT", "unknown", "unknown", None, "unrecognised kernel name")
+    assert k.details == {"decode_error": "ValueError('boom')"}
+    # a family's fields with no summary of their own: the library, the kind and the op, in words;
+    # a kind outside KINDS reads "unknown"
+    monkeypatch.setattr(names, "_FAMILIES", (lambda text: {"kind": "gemm", "library": "L", "op": "mm"},))
+    assert decode("x").summary == "L gemm mm"
+    monkeypatch.setattr(names, "_FAMILIES", (lambda text: {"kind": "not-a-kind", "library": "L"},))
+    assert (decode("x").kind, decode("x").summary) == ("unknown", "unrecognised kernel name")
+    monkeypatch.setattr(names, "_FAMILIES", (lambda text: {"library": "L", "op": "mm"},))
+    assert (decode("x").kind, decode("x").summary) == ("unknown", "unrecognised kernel name")
+
+
+@pytest.mark.parametrize("name, op, dtype, details, summary", [
+    # SoftMax.cu: cunn_SoftMaxForward<ILP, scalar_t, accscalar_t, outscalar_t, Epilogue>
+    (CUNN_SOFTMAX, "softmax", "bf16",
+     {"function": "cunn_SoftMaxForward", "ILP": 8, "input_dtype": "bf16", "accumulate_dtype": "fp32",
+      "output_dtype": "bf16", "epilogue": "SoftMaxForwardEpilogue", "algorithm": "one block per row"},
+     "ATen softmax, cunn_SoftMaxForward, bf16"),
+    # PersistentSoftmax.cuh: softmax_warp_backward<input_t, output_t, acc_t, log2_elements, is_log_softmax,
+    # is_masked> as the recorded backward launches it: <float, float, float, 10, false, false>
+    ("softmax_warp_backward<float, float, float, 10, false, false>", "softmax backward", "fp32",
+     {"function": "softmax_warp_backward", "input_dtype": "fp32", "output_dtype": "fp32", "accumulate_dtype": "fp32",
+      "log2_elements": 10, "elements_per_row": 1024, "is_log_softmax": False, "is_masked": False,
+      "algorithm": "one warp per row, row held in registers (dim <= 1024)"},
+     "ATen softmax backward, softmax_warp_backward, fp32, rows of 1024"),
+])
+def test_aten_softmax_every_shown_field(name, op, dtype, details, summary):
+    k = decode(name if name.startswith("void") else _recorded(name))
+    assert (k.kind, k.library, k.op, k.dtype) == ("softmax", "ATen", op, dtype)
+    assert k.details == details
+    assert k.summary == summary
+
+
+# names as profiler tables print them (cut with "...", non-type template arguments as "(int)2")
+CUB_REDUCE = ("void at_cuda_detail::cub::DeviceReduceSingleTileKernel<at_cuda_detail::cub::DeviceReducePolicy<int, "
+              "unsigned long long, cuda::std::__4::plus<void>>::Policy60...")
+REMAINDER_BY_SCALAR = ("void at::native::vectorized_elementwise_kernel<(int)2, at::native::BUnaryFunctor<long, long, "
+                       "long, at::native::remainder_kernel_cuda(at::...")
+
+
+@pytest.mark.parametrize("name, kind, op, dtype, details, summary", [
+    # torch.nonzero's count: CUB's single-tile device reduce in ATen's CUB namespace (at_cuda_detail);
+    # no ReduceOp, no ATen reduction named, no element type before the cut
+    (CUB_REDUCE, "reduce", "reduce", None, {"reduction": None}, "ATen reduce"),
+    # x % scalar: Loops.cuh's BUnaryFunctor holds the second operand (b) as the CPU scalar;
+    # vectorized_elementwise_kernel<(int)2, ...>: vector width 2; BUnaryFunctor<long, ...>: int64;
+    # the op is the kernel function's own name (remainder_kernel_cuda), not in the op table
+    (REMAINDER_BY_SCALAR, "elementwise", "remainder", "int64",
+     {"launcher": "vectorized_elementwise_kernel", "vector_width": 2, "scalar_operand": "b"},
+     "ATen elementwise remainder by a CPU scalar, int64"),
+    # the recorded gather: no launcher of the elementwise family, no element type in <16, long>
+    ("vectorized_gather_kernel<16, long>", "elementwise", "gather", None, {}, "ATen elementwise gather"),
+    # triu_tril_kernel cut before its template arguments: neither triu nor tril can be told
+    ("void at::native::triu_tril_kernel", "mask", "triu/tril", None, {}, "ATen triu/tril (builds the causal mask)"),
+])
+def test_aten_cut_and_scalar_names_every_shown_field(name, kind, op, dtype, details, summary):
+    name = name if name.startswith("void") else _recorded(name)
+    k = decode(name)
+    assert (k.kind, k.library, k.op, k.dtype) == (kind, "ATen", op, dtype)
+    assert k.details == details
+    assert k.summary == summary
+
+
+def test_cublas_dgemm_and_a_cudnn_conv_name_that_is_no_gemm():
+    # nvprof's GPU activities list volta_dgemm_64x64_nn: fp64 on CUDA cores (DFMA), 64x64 tile, nn
+    k = decode("volta_dgemm_64x64_nn")
+    assert fields(k) == ("gemm", "cuBLAS", "gemm", "fp64", "CUDA cores (DFMA)", "volta", "64x64")
+    assert k.details == {"operand_layout": "nn"}
+    assert k.summary == "cuBLAS gemm (volta), fp64, 64x64 tile, nn, CUDA cores (DFMA)"
+    # nvprof on a P100 lists maxwell_hgemm_128x64_tn: fp16 on CUDA cores (HFMA2), 128x64 tile, tn
+    h = decode("maxwell_hgemm_128x64_tn")
+    assert fields(h) == ("gemm", "cuBLAS", "gemm", "fp16", "CUDA cores (HFMA2)", "maxwell", "128x64")
+    assert h.details == {"operand_layout": "tn"}
+    assert h.summary == "cuBLAS gemm (maxwell), fp16, 128x64 tile, tn, CUDA cores (HFMA2)"
+    # cuDNN's classic convolution kernel: an arch word first, but no gemm token: not a cuBLAS gemm
+    c = decode("maxwell_scudnn_128x64_relu_interior_nn")
+    assert (c.kind, c.library, c.op, c.summary) == ("unknown", "unknown", None, "unrecognised kernel name")
+
+
+def test_cudnn_cut_before_its_type_and_tile_leaves_them_none():
+    cut = decode("cudnn_generated_fort_native_sdpa_sm90_flash")
+    assert fields(cut) == ("attention", "cuDNN", "attention", None, None, "sm90", None)
+
+
+def test_xmma_bf16_whole_and_cut_before_its_tile():
+    k = decode(XMMA_BF16)  # the unit named by the mma shape (tensor16x8x16): nothing inferred
+    assert k.details == {"operation": "gemm", "stages": 3, "warp_layout": "2x2x1", "mma_shape": "16x8x16",
+                         "other_tokens": ["kernel"], "type_tokens": ["bf16bf16", "bf16f32", "f32"],
+                         "operand_layout": "tn", "layout_tokens": ["tn", "n"]}
+    assert k.summary == "cuBLAS xmma gemm (sm80), bf16, 128x128x32 tile, 3 stages, warps 2x2x1, tn, tensor cores"
+    cut = decode("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n")  # cut before tilesize: no tile, the unit inferred
+    assert fields(cut) == ("gemm", "cuBLAS", "gemm", "bf16", TENSOR_CORES, "sm80", None)
+    assert cut.summary == "cuBLAS xmma gemm (sm80), bf16, tn, tensor cores"
+    assert cut.details["math_inferred"] == "from the 16/8-bit input type"
+
+
+def test_aten_softmax_reg_whole_and_cunn_cut_before_its_epilogue():
+    # SoftMax.cu: cunn_SoftMaxForwardReg<scalar_t, accscalar_t, outscalar_t, Epilogue, index_t, reg_cnt>
+    r = decode("void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<c10::BFloat16, float, "
+               "c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue, long, 4>("
+               "c10::BFloat16*, c10::BFloat16 const*, long)")
+    assert r.details == {"function": "cunn_SoftMaxForwardReg", "input_dtype": "bf16", "accumulate_dtype": "fp32",
+                         "output_dtype": "bf16", "epilogue": "SoftMaxForwardEpilogue", "index_t": "long", "reg_cnt": 4,
+                         "algorithm": "one block per row, row held in registers"}
+    assert r.summary == "ATen softmax, cunn_SoftMaxForwardReg, bf16"
+    # cut before the epilogue: which softmax (log or not) is not told, so it reads softmax
+    cut = decode("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float")
+    assert (cut.op, cut.dtype, cut.summary) == ("softmax", "bf16", "ATen softmax, cunn_SoftMaxForward, bf16")
+    assert cut.details == {"function": "cunn_SoftMaxForward", "ILP": 8, "input_dtype": "bf16",
+                           "accumulate_dtype": "fp32", "truncated": True, "algorithm": "one block per row"}
+
+
+def test_decode_keeps_the_name_as_text(monkeypatch):
+    assert decode(None).name == "" and decode(123).name == "123"
+    import helpers.core.names as names
+    monkeypatch.setattr(names, "_FAMILIES", (lambda text: {"kind": "gemm", "library": "L"},))
+    assert decode("x").summary == "L gemm"  # no op: the library and the kind alone
+
+
+def test_xmma_convolution_is_cudnns():
+    # a TensorFlow trace's conv kernel: xmma's forward-propagation implicit gemm, suffixed _cudnn (cuDNN
+    # launched it); tf32f32 the A and B types; tensor16x8x8 the mma shape; stage1, warpsize4x1x1
+    k = decode("sm80_xmma_fprop_implicit_gemm_indexed_wo_smem_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x32x16_"
+               "stage1_warpsize4x1x1_g1_tensor16x8x8_aligna4_alignc8_execute_kernel_cudnn")
+    assert fields(k) == ("unknown", "cuDNN", "fprop", "tf32", TENSOR_CORES, "sm80", "128x32x16")
+    assert k.details == {"operation": "fprop", "other_tokens": ["implicit", "gemm", "indexed", "wo", "smem", "nhwckrsc",
+                                                                "nhwc", "g1", "execute", "kernel"],
+                         "stages": 1, "warp_layout": "4x1x1", "mma_shape": "16x8x8", "align_a": 4, "align_c": 8,
+                         "from": "cuDNN", "type_tokens": ["tf32f32", "tf32f32", "f32"]}
+    assert k.summary == "cuDNN xmma fprop (sm80), tf32, 128x32x16 tile, 1 stages, warps 4x1x1, tensor cores"
+
+
+def test_aten_cat_is_a_copy_with_no_element_type_named():
+    # the recorded torch.cat: CatArrayBatchedCopy<OpaqueType<2u>, ...> copies opaque 2-byte elements,
+    # so no element type is named
+    k = decode(_recorded("CatArrayBatchedCopy"))
+    assert (k.kind, k.library, k.op, k.dtype, k.details, k.summary) == ("copy", "ATen", "cat", None, {}, "ATen cat")
+
+
+@pytest.mark.parametrize("name, fields_, details, summary", [
+    # xformers' generate_kernels.py: fmha_cutlass<F|B>_<f32|f16|bf16>_<aligned|notaligned>_<QxK>_<rf|gmem>_sm<cc>;
+    # gmem: the output accumulated in global memory; fp32 runs on CUDA cores (math None)
+    ("fmha_cutlassF_f32_aligned_32x128_gmem_sm80", ("attention", "CUTLASS (xformers mem-efficient)",
+                                                     "attention forward", "fp32", None, "sm80", "32x128"),
+     {"algorithm": "memory-efficient attention forward (cutlassF)", "direction": "forward", "alignment": "aligned",
+      "queries_per_block": 32, "keys_per_block": 128, "output_accumulator": "global memory (max_k > keys per block)"},
+     "memory-efficient attention forward (cutlassF), fp32, 32x128 tiles, output in global memory, sm80"),
+    # f16, not aligned, registers, Turing: 16-bit inputs on tensor cores
+    ("fmha_cutlassF_f16_notaligned_64x64_rf_sm75", ("attention", "CUTLASS (xformers mem-efficient)",
+                                                     "attention forward", "fp16", TENSOR_CORES, "sm75", "64x64"),
+     {"algorithm": "memory-efficient attention forward (cutlassF)", "direction": "forward", "alignment": "notaligned",
+      "queries_per_block": 64, "keys_per_block": 64,
+      "output_accumulator": "register file (kSingleValueIteration: max_k <= keys per block)"},
+     "memory-efficient attention forward (cutlassF), fp16, 64x64 tiles, output in registers, sm75"),
+])
+def test_cutlass_fmha_names_alone_every_shown_field(name, fields_, details, summary):
+    k = decode(name)
+    assert fields(k) == fields_
+    assert k.details == details
+    assert k.summary == summary

@@ -79,7 +79,8 @@ def _bool(token: str | None) -> bool | None:
 
 
 def _int(token: str | None) -> int | None:
-    m = re.fullmatch(r"\s*(-?\d+)[uUlL]*\s*", token or "")
+    # newer demanglers print a non-type template argument with its type as a cast: "(int)2"
+    m = re.fullmatch(r"\s*(?:\((?:unsigned )?(?:int|long|long long|short|char)\))?\s*(-?\d+)[uUlL]*\s*", token or "")
     return int(m.group(1)) if m else None
 
 

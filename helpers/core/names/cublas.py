@@ -98,6 +98,8 @@ def _xmma(text: str) -> dict | None:
             d[f"align_{tok[5]}"] = int(tok[6:])
         elif tok == "cublas":
             d["from"] = "cuBLAS"
+        elif tok == "cudnn":  # cuDNN launches xmma too (its implicit-gemm convolutions: xmma_fprop_...)
+            d["from"] = "cuDNN"
         elif tok:
             d.setdefault("other_tokens", []).append(tok)
     if type_tokens:
@@ -110,11 +112,12 @@ def _xmma(text: str) -> dict | None:
             d["layout_tokens"] = layout_tokens
     if math is None and dtype in ("bf16", "fp16", "tf32", "fp8 e4m3", "fp8 e5m2", "int8"):
         math, d["math_inferred"] = TENSOR_CORES, "from the 16/8-bit input type"
-    parts = [f"cuBLAS xmma {d['operation']} ({arch})", dtype, f"{tile} tile" if tile else None,
+    library = "cuDNN" if d.get("from") == "cuDNN" else "cuBLAS"
+    parts = [f"{library} xmma {d['operation']} ({arch})", dtype, f"{tile} tile" if tile else None,
              f"{d['stages']} stages" if "stages" in d else None,
              f"warps {d['warp_layout']}" if "warp_layout" in d else None,
              d.get("operand_layout"), math]
-    return {"kind": "gemm" if "gemm" in d["operation"] else "unknown", "library": "cuBLAS",
+    return {"kind": "gemm" if "gemm" in d["operation"] else "unknown", "library": library,
             "op": d["operation"], "dtype": dtype, "math": math, "arch": arch, "tile": tile,
             "details": d, "summary": ", ".join(p for p in parts if p)}
 
