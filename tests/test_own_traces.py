@@ -607,3 +607,110 @@ def test_the_union_of_one_interval_is_that_interval():
     one = pd.DataFrame({"start_us": [2.0], "end_us": [5.0], "category": ["kernel"], "launch_start_us": [1.0]})
     assert bd.busy_us(one) == 3.0 and bd.window_breakdown(one)["busy_us"] == 3.0
     assert bd.window_breakdown(one)["compute_us"] == 3.0 and bd.window_breakdown(one)["idle_us"] == 0.0
+
+
+def _naive_rows() -> list[dict]:
+    """naive's last step, one row per GPU event, every field read from the raw JSON: its bounds, its
+    category, stream and launch call, the launch's start, and the host ops holding that launch."""
+    from conftest import raw_last_step
+    path = next(p for p in TRACES if p.name.startswith("naive__"))
+    gpu, _, events = raw_last_step(path)
+    launch_ts = {e["args"]["correlation"]: e["ts"] for e in events if e.get("ph") == "X"
+                 and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    return [{"step": 1, "start_us": float(e["ts"]), "end_us": float(e["ts"] + e["dur"]), "name": e["name"],
+             "category": {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}[e["cat"]],
+             "stream": e["args"].get("stream"), "launched_by": e["launched_by"],
+             "aten_op": min(holders, default=None), "top_aten_op": ", ".join(sorted(holders)) or None,
+             "launch_start_us": float(launch_ts[e["args"]["correlation"]])} for e, holders in gpu]
+
+
+def _expected_row(rows: list[dict]) -> dict:
+    """A window's breakdown by plain loops over its events (the definitions of helpers.core.breakdown):
+    span from the first start to the last end, busy and compute as unions, each gap's cause read from
+    the launch of the event that ends it (after the GPU went idle: the host; at or before: other GPU
+    work; none in the trace: unknown); percentages of the span, none where the span is empty."""
+    nan = float("nan")
+    if not rows:
+        return {"gpu_events": 0, "start_us": nan, "end_us": nan, "span_us": 0.0, "busy_us": 0.0,
+                "compute_us": 0.0, "idle_us": 0.0, "host_wait_us": 0.0, "other_wait_us": 0.0,
+                "unknown_wait_us": 0.0, "busy_pct": nan, "idle_pct": nan, "host_wait_pct": nan, "other_wait_pct": nan}
+    lo, hi = min(r["start_us"] for r in rows), max(r["end_us"] for r in rows)
+    waits = {"host": 0.0, "gpu": 0.0, "unknown": 0.0}
+    order = sorted(rows, key=lambda r: (r["start_us"], math.inf if math.isnan(r["launch_start_us"]) else r["launch_start_us"]))
+    reach = order[0]["end_us"]
+    for r in order[1:]:
+        if r["start_us"] > reach:
+            launch = r["launch_start_us"]
+            waits["unknown" if math.isnan(launch) else "host" if launch > reach else "gpu"] += r["start_us"] - reach
+        reach = max(reach, r["end_us"])
+    busy = union_length([(r["start_us"], r["end_us"]) for r in rows])
+    out = {"gpu_events": len(rows), "start_us": lo, "end_us": hi, "span_us": hi - lo, "busy_us": busy,
+           "compute_us": union_length([(r["start_us"], r["end_us"]) for r in rows if r["category"] == "kernel"]),
+           "idle_us": hi - lo - busy, "host_wait_us": waits["host"], "other_wait_us": waits["gpu"],
+           "unknown_wait_us": waits["unknown"]}
+    for key in ("busy", "idle", "host_wait", "other_wait"):
+        out[f"{key}_pct"] = 100 * out[f"{key}_us"] / (hi - lo) if hi > lo else nan
+    return out
+
+
+def _same(got, want: dict) -> None:
+    for key, value in want.items():
+        if isinstance(value, float) and math.isnan(value):
+            assert isinstance(got[key], float) and math.isnan(got[key]), key
+        else:
+            assert got[key] == pytest.approx(value, abs=1e-6), key
+
+
+def test_every_field_of_the_breakdown_row_from_the_raw_events():
+    """Every column of a step's row (the GPU-events count and the window's bounds, which the other
+    checks do not read; the percentages; each wait) against plain loops over naive's last step, and
+    over variants the recordings lack: the event ending the first gap launched exactly as the GPU went
+    idle (other GPU work, not the host) or with no launch in the trace (unknown), a step of one event
+    shorter than a microsecond, one of zero duration (no span: no percentage), and a step with no GPU
+    event at all (nothing to measure: zero time, no bounds, no percentage)."""
+    from helpers.core import breakdown as bd
+    rows = _naive_rows()
+    want = _expected_row(rows)
+    assert want["other_wait_us"] > 0 and want["compute_us"] < want["busy_us"]
+    reach, first_gap_end = rows[0]["end_us"], None
+    for i, r in sorted(enumerate(rows), key=lambda x: (x[1]["start_us"], x[1]["launch_start_us"]))[1:]:
+        if r["start_us"] > reach and first_gap_end is None:
+            first_gap_end, gap_start = i, reach
+        reach = max(reach, r["end_us"])
+    at_idle = [dict(r) for r in rows]
+    at_idle[first_gap_end]["launch_start_us"] = gap_start
+    late = [dict(r) for r in rows]  # launched just after the GPU went idle: the host
+    late[first_gap_end]["launch_start_us"] = gap_start + 0.25
+    no_launch = [dict(r) for r in rows]
+    no_launch[first_gap_end]["launch_start_us"] = float("nan")
+    short = [dict(rows[0], end_us=rows[0]["start_us"] + 0.5)]
+    instant = [dict(rows[0], end_us=rows[0]["start_us"])]
+    for variant in (rows, at_idle, late, no_launch, short, instant, []):
+        frame = pd.DataFrame(variant, columns=list(rows[0]))
+        _same(bd.window_breakdown(frame), _expected_row(variant))
+    assert _expected_row(late)["host_wait_us"] > want["host_wait_us"]
+    assert _expected_row(at_idle)["other_wait_us"] >= want["other_wait_us"]
+    assert _expected_row(no_launch)["unknown_wait_us"] > 0 and _expected_row(short)["busy_pct"] == 100
+    # per step: a step with events and one without, each its own row, in BREAKDOWN_COLUMNS' order
+    two = pd.DataFrame([dict(r, step=1) for r in rows] + [dict(r, step=3) for r in short], columns=list(rows[0]))
+    table = bd.step_breakdown(two, [1, 2, 3])
+    assert list(table.columns) == bd.BREAKDOWN_COLUMNS and list(table["step"]) == [1, 2, 3]
+    for (_, row), variant in zip(table.iterrows(), (rows, [], short)):
+        _same(row, _expected_row(variant))
+
+
+def test_each_gap_names_the_event_that_ends_it_from_the_raw_events():
+    """idle_gaps' columns of the event ending each gap (its step, category, stream, launch call and its
+    start, the ops holding the launch) are that event's own fields, read from the raw JSON."""
+    from helpers.core import breakdown as bd
+    rows = _naive_rows()
+    gaps = bd.idle_gaps(pd.DataFrame(rows))
+    assert len(gaps) and list(gaps.columns) == bd.GAP_COLUMNS
+    for _, gap in gaps.iterrows():
+        ender = min((r for r in rows if r["start_us"] == gap["end_us"]), key=lambda r: r["launch_start_us"])
+        assert (gap["step"], gap["next_event"], gap["next_category"], gap["next_stream"], gap["launched_by"],
+                gap["aten_op"], gap["top_aten_op"]) == (ender["step"], ender["name"], ender["category"],
+                                                        ender["stream"], ender["launched_by"], ender["aten_op"],
+                                                        ender["top_aten_op"])
+        assert gap["launch_start_us"] == ender["launch_start_us"]
+    assert gaps["aten_op"].notna().all() and gaps["next_stream"].notna().all()
