@@ -106,6 +106,29 @@ def test_the_calculator_gives_ncus_theoretical_occupancy(path):
         at_config = occupancy(spec, threads, regs, smem, carveout=_carveout_for(spec, config))
         assert at_config.shared_memory_per_sm == config
         assert at_config.block_limits["shared_memory"] == number(r["launch__occupancy_limit_shared_mem"])
+        # what the drawing shows a block taking: ncu's allocated registers (per thread, for every
+        # thread of the block's whole warps) and shared memory (with the driver's reserve)
+        warps = -(-threads // int(number(r["device__attribute_warp_size"])))
+        assert result.registers_per_block == (number(r["launch__registers_per_thread_allocated"])
+                                              * warps * number(r["device__attribute_warp_size"]))
+        assert result.shared_memory_allocated_per_block == round(base(r, units, "launch__shared_mem_per_block_allocated"))
+        # the driver counts blocks in whole numbers (an int; a float count would read "2.0 blocks")
+        assert all(type(v) is int for v in (*result.block_limits.values(), result.active_blocks))
+
+
+@pytest.mark.parametrize("path", TABLES[:1], ids=lambda p: p.stem)
+def test_a_block_that_cannot_fit_leaves_the_sm_at_its_preferred_shared_memory(path):
+    """A block above the per-block shared-memory cap fits zero times, and the SM keeps the shared
+    memory the kernel prefers: with no preference, the most the SM has (ncu's device attribute),
+    which the drawing shows the empty SM holding ("0 of N B")."""
+    spec = gpu_spec(PROVENANCE["capability"])
+    rows, units = raw(path)
+    r = rows[0]
+    cap = round(base(r, units, "device__attribute_max_shared_memory_per_block"))
+    result = occupancy(spec, int(number(r["launch__block_size"])), int(number(r["launch__registers_per_thread"])),
+                       cap + 1, shared_memory_limit="default")
+    assert result.active_blocks == 0 and result.block_limits["shared_memory"] == 0
+    assert result.shared_memory_per_sm == round(base(r, units, "device__attribute_max_shared_memory_per_multiprocessor"))
 
 
 def test_load_names_the_recording_and_carries_its_report():
