@@ -714,3 +714,58 @@ def test_each_gap_names_the_event_that_ends_it_from_the_raw_events():
                                                         ender["top_aten_op"])
         assert gap["launch_start_us"] == ender["launch_start_us"]
     assert gaps["aten_op"].notna().all() and gaps["next_stream"].notna().all()
+
+
+def test_chapter_tens_step_table_and_top_kernels_from_the_raw_events():
+    """The per-step table a reader sees (each column the right figure, rounded as shown) and the top
+    kernels (ranked by total time, calls, total, mean and share of the step), against plain loops over
+    naive's raw events; kernels per op against the step's kernel rows, op by op."""
+    from conftest import raw_last_step
+    path = next(p for p in TRACES if p.name.startswith("naive__"))
+    events = raw_document(path)["traceEvents"]
+    prof = Profile.load(path)
+    want = independent_breakdown(events)
+    table = breakdown.step_table(prof)
+    counts = defaultdict(int)
+    for e in events:
+        if e.get("ph") == "X" and re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")):
+            lo, hi = e["ts"], e["ts"] + e["dur"]
+            step = int(e["name"].split("#")[1])
+            calls = {c["args"]["correlation"] for c in events if c.get("ph") == "X" and c.get("cat") in ("cuda_runtime", "cuda_driver")
+                     and LAUNCH.match(c["name"]) and lo <= c["ts"] <= hi}
+            counts[step] = sum(1 for g in events if g.get("ph") == "X" and g.get("cat") in GPU_CATS
+                               and g["args"].get("correlation") in calls)
+    assert set(want) == set(table.index)
+    for s, w in want.items():
+        row = table.loc[s]
+        shown = {"GPU events": counts[s], "GPU span µs": w["span"], "busy µs": w["busy"],
+                 "busy %": 100 * w["busy"] / w["span"], "idle µs": w["span"] - w["busy"],
+                 "waiting for the host µs": w["host"], "waiting for the host %": 100 * w["host"] / w["span"],
+                 "waiting on other GPU work µs": w["other"], "waiting on other GPU work %": 100 * w["other"] / w["span"]}
+        for column, value in shown.items():
+            assert row[column] == pytest.approx(value, abs=0.05 + 1e-9), (s, column)
+        assert row["verdict"] == breakdown.verdict(prof, s)
+    # the top kernels of the last step, by name, from the raw events
+    gpu, _, _ = raw_last_step(path)
+    by_name = defaultdict(list)
+    for e, _ in gpu:
+        by_name[e["name"]].append(e["dur"])
+    total = sum(sum(d) for d in by_name.values())
+    ranked = sorted(by_name, key=lambda n: -sum(by_name[n]))[:3]
+    top = breakdown.top_kernels(prof, n=3)
+    assert list(top["kernel"]) == ranked and list(top.index) == [1, 2, 3]
+    for (_, row), name in zip(top.iterrows(), ranked):
+        d = by_name[name]
+        assert row["calls"] == len(d) and row["total µs"] == pytest.approx(sum(d), abs=0.05 + 1e-9)
+        assert row["mean µs"] == pytest.approx(round(sum(d) / len(d), 2), abs=1e-9)  # shown to 0.01 µs
+        assert row["% of GPU time"] == pytest.approx(100 * sum(d) / total, abs=0.05 + 1e-9)
+    # kernels per op: each op's events, kernels among them, GPU time and share, largest first
+    k = prof.kernels()
+    per_op = breakdown.kernels_per_op(prof, n=None)
+    assert list(per_op["GPU µs"]) == sorted(per_op["GPU µs"], reverse=True)
+    for op, group in k.assign(op=k["top_aten_op"].fillna("(launched outside any op)")).groupby("op"):
+        row = per_op.loc[op]
+        assert (row["GPU events"], row["kernels"]) == (len(group), int((group["category"] == "kernel").sum()))
+        assert row["GPU µs"] == pytest.approx(group["dur_us"].sum(), abs=0.05 + 1e-9)
+        assert row["% of GPU time"] == pytest.approx(100 * group["dur_us"].sum() / k["dur_us"].sum(), abs=0.05 + 1e-9)
+        assert row["kinds"] == ", ".join(f"{kind} ×{n}" for kind, n in group["kind"].value_counts().items())
