@@ -112,6 +112,13 @@ def test_the_calculator_gives_ncus_theoretical_occupancy(path):
         assert result.registers_per_block == (number(r["launch__registers_per_thread_allocated"])
                                               * warps * number(r["device__attribute_warp_size"]))
         assert result.shared_memory_allocated_per_block == round(base(r, units, "launch__shared_mem_per_block_allocated"))
+        # the share of each SM resource the drawing and the utilization bars show, from ncu's
+        # columns: the resident blocks (the least of ncu's four limits) times what one block takes
+        blocks = min(number(r[f"launch__occupancy_limit_{x}"]) for x in ("registers", "warps", "blocks", "shared_mem"))
+        assert at_config.utilization["shared_memory"] == pytest.approx(
+            blocks * base(r, units, "launch__shared_mem_per_block_allocated") / config, rel=1e-9)
+        assert at_config.utilization["registers"] == pytest.approx(
+            blocks * result.registers_per_block / number(r["device__attribute_max_registers_per_multiprocessor"]), rel=1e-9)
         # the driver counts blocks in whole numbers (an int; a float count would read "2.0 blocks")
         assert all(type(v) is int for v in (*result.block_limits.values(), result.active_blocks))
 
