@@ -769,3 +769,32 @@ def test_chapter_tens_step_table_and_top_kernels_from_the_raw_events():
         assert row["GPU µs"] == pytest.approx(group["dur_us"].sum(), abs=0.05 + 1e-9)
         assert row["% of GPU time"] == pytest.approx(100 * group["dur_us"].sum() / k["dur_us"].sum(), abs=0.05 + 1e-9)
         assert row["kinds"] == ", ".join(f"{kind} ×{n}" for kind, n in group["kind"].value_counts().items())
+
+
+@pytest.mark.parametrize("path", [p for p in OWN if p.name == "encoder_train_step.json.gz"], ids=lambda p: p.name)
+def test_idle_by_op_from_the_gaps_found_by_plain_loops(path):
+    """Chapter 10's idle-by-op table: the gaps of the last step found by a plain loop over its GPU
+    events, grouped by cause (in words) and by the op that launched the work ending each gap; count,
+    idle time and share of the step's span, largest first."""
+    from helpers.core.breakdown import CAUSES
+    prof = quiet_load(path)
+    rows = prof.gpu_events(prof.forward_step).to_dict("records")
+    order = sorted(rows, key=lambda r: (r["start_us"], math.inf if math.isnan(r["launch_start_us"]) else r["launch_start_us"]))
+    groups, reach = defaultdict(list), order[0]["end_us"]
+    for r in order[1:]:
+        if r["start_us"] > reach:
+            launch = r["launch_start_us"]
+            cause = "unknown" if math.isnan(launch) else "host" if launch > reach else "gpu"
+            op = r["top_aten_op"] if isinstance(r["top_aten_op"], str) else "(no op: launched outside any op)"
+            groups[(CAUSES[cause], op)].append(r["start_us"] - reach)
+        reach = max(reach, r["end_us"])
+    span = max(r["end_us"] for r in rows) - min(r["start_us"] for r in rows)
+    assert len({cause for cause, _ in groups}) >= 2
+    table = breakdown.idle_by_op(prof, n=len(groups))
+    assert sorted(table.index) == sorted(groups)
+    assert list(table["idle µs"]) == sorted(table["idle µs"], reverse=True)
+    for key, gaps in groups.items():
+        row = table.loc[key]
+        assert row["gaps"] == len(gaps) and row["idle µs"] == pytest.approx(sum(gaps), abs=0.05 + 1e-9)
+        assert row["% of the step"] == pytest.approx(100 * sum(gaps) / span, abs=0.05 + 1e-9)
+    assert len(breakdown.idle_by_op(prof, n=1)) == 1
