@@ -132,9 +132,17 @@ def test_a_block_that_cannot_fit_leaves_the_sm_at_its_preferred_shared_memory(pa
     rows, units = raw(path)
     r = rows[0]
     cap = round(base(r, units, "device__attribute_max_shared_memory_per_block"))
-    result = occupancy(spec, int(number(r["launch__block_size"])), int(number(r["launch__registers_per_thread"])),
-                       cap + 1, shared_memory_limit="default")
-    assert result.active_blocks == 0 and result.block_limits["shared_memory"] == 0
+    threads, regs = int(number(r["launch__block_size"])), int(number(r["launch__registers_per_thread"]))
+    for carveout in (None, 0):
+        result = occupancy(spec, threads, regs, cap + 1, carveout=carveout, shared_memory_limit="default")
+        assert result.active_blocks == 0 and result.block_limits["shared_memory"] == 0
+        # no block resident: no resource is in use, whatever the SM was set up with (0 B at carveout 0)
+        assert result.utilization == dict.fromkeys(("warps", "registers", "shared_memory", "blocks"), 0.0)
+        # the launch as given, which the drawing's caption and labels repeat
+        assert (result.threads_per_block, result.registers_per_thread, result.shared_memory_per_block,
+                result.carveout, result.shared_memory_limit) == (threads, regs, cap + 1, carveout, "default")
+        assert result.warps_per_block == -(-threads // int(number(r["device__attribute_warp_size"])))
+    result = occupancy(spec, threads, regs, cap + 1, shared_memory_limit="default")
     assert result.shared_memory_per_sm == round(base(r, units, "device__attribute_max_shared_memory_per_multiprocessor"))
 
 
