@@ -819,3 +819,55 @@ def test_the_gaps_of_any_step_asked_for():
         gaps = breakdown.idle_gaps(prof, step)
         assert list(gaps.columns) == GAP_COLUMNS and list(gaps.index) == list(range(len(want)))
         assert list(zip(gaps["start_us"], gaps["end_us"])) == want and set(gaps["step"]) <= {step}
+
+
+def _host_waits_by_op(prof: Profile, step: int) -> dict:
+    """Per op, the host waits of one step: the gaps (plain loop over its GPU events) whose ending
+    event's launch began after the GPU went idle."""
+    rows = sorted(prof.gpu_events(step).to_dict("records"), key=lambda r: (r["start_us"], r["launch_start_us"]))
+    waits, reach = defaultdict(float), rows[0]["end_us"]
+    for r in rows[1:]:
+        if r["start_us"] > reach and r["launch_start_us"] > reach:
+            waits[r["top_aten_op"] if isinstance(r["top_aten_op"], str) else "an op the trace does not name"] += r["start_us"] - reach
+        reach = max(reach, r["end_us"])
+    return waits
+
+
+def test_each_steps_verdict_and_views_are_of_that_step():
+    """The verdict of a host-bound step names that step's longest host wait by op (plain loops); a
+    GPU-bound step's does not; the views asked for a step give that step (its kernels and their totals),
+    the default being the last step; kernels per op keeps the n largest."""
+    from helpers.core.bound import CPU
+    train = quiet_load(next(p for p in OWN if p.name == "encoder_train_step.json.gz"))
+    naive = Profile.load(next(p for p in TRACES if p.name.startswith("naive__")))
+    shown = set()
+    for step in train.steps:
+        assert breakdown.step_bound(train, step).by == CPU
+        waits = _host_waits_by_op(train, step)
+        op = max(waits, key=waits.get)
+        text = breakdown.verdict(train, step)
+        sentence = breakdown.step_bound(train, step).sentence()
+        assert text.startswith(sentence) and sentence != breakdown.step_bound(train, train.steps[0] if step != train.steps[0] else train.steps[-1]).sentence()
+        assert text.endswith(f"the longest share of that wait, {waits[op]:.0f} µs, comes before work launched by {op}")
+        shown.add(text)
+    assert len(shown) > 1  # the steps differ, so a verdict of the wrong step would show
+    assert breakdown.verdict(train) == breakdown.verdict(train, train.forward_step)
+    assert breakdown.step_bound(train) == breakdown.step_bound(train, train.forward_step)
+    for step in naive.steps:
+        assert breakdown.step_bound(naive, step).by != CPU and "longest share" not in breakdown.verdict(naive, step)
+    for prof in (naive, train):
+        for step in prof.steps:
+            k = prof.kernels(step)
+            top = breakdown.top_kernels(prof, step, n=len(k))
+            for name, group in k.groupby("name"):
+                row = top[top["kernel"] == name].iloc[0]
+                assert row["total µs"] == pytest.approx(round(group["dur_us"].sum(), 1), abs=1e-9)
+                assert row["% of GPU time"] == pytest.approx(round(100 * group["dur_us"].sum() / k["dur_us"].sum(), 1), abs=1e-9)
+                assert row["launched by"] == ", ".join(dict.fromkeys(group["top_aten_op"].dropna()))
+            per_op = breakdown.kernels_per_op(prof, step, n=None)
+            for op, group in k.assign(op=k["top_aten_op"].fillna("(launched outside any op)")).groupby("op"):
+                assert per_op.loc[op, "GPU µs"] == pytest.approx(round(group["dur_us"].sum(), 1), abs=1e-9)
+                assert per_op.loc[op, "% of GPU time"] == pytest.approx(
+                    round(100 * group["dur_us"].sum() / k["dur_us"].sum(), 1), abs=1e-9)
+        per_op = breakdown.kernels_per_op(prof, n=None)
+        assert len(per_op) > 2 and list(breakdown.kernels_per_op(prof, n=2).index) == list(per_op.index[:2])
