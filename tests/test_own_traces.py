@@ -871,3 +871,51 @@ def test_each_steps_verdict_and_views_are_of_that_step():
                     round(100 * group["dur_us"].sum() / k["dur_us"].sum(), 1), abs=1e-9)
         per_op = breakdown.kernels_per_op(prof, n=None)
         assert len(per_op) > 2 and list(breakdown.kernels_per_op(prof, n=2).index) == list(per_op.index[:2])
+
+
+def _gpu_events_in_steps(events: list[dict]) -> dict:
+    """Per step, (GPU events, kernels among them) whose launch lies in the step, from the raw events."""
+    out = {}
+    for e in events:
+        if e.get("ph") == "X" and re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")):
+            lo, hi = e["ts"], e["ts"] + e["dur"]
+            calls = {c["args"]["correlation"] for c in events if c.get("ph") == "X" and c.get("cat") in ("cuda_runtime", "cuda_driver")
+                     and LAUNCH.match(c["name"]) and lo <= c["ts"] <= hi}
+            gpu = [g for g in events if g.get("ph") == "X" and g.get("cat") in GPU_CATS and g["args"].get("correlation") in calls]
+            out[int(e["name"].split("#")[1])] = (len(gpu), sum(g["cat"] == "kernel" for g in gpu))
+    return out
+
+
+def test_chapter_tens_comparison_and_chart_from_the_raw_events():
+    """breakdown.compare (one row per profile, its last step) and breakdown_chart (the stacked bars, per
+    step or the last step of each profile) against plain loops over the raw events of the recorded
+    forward and training step."""
+    paths = [next(p for p in OWN if p.name == n) for n in ("encoder_forward.json.gz", "encoder_train_step.json.gz")]
+    profs = [quiet_load(p) for p in paths]
+    raw = [independent_breakdown(raw_document(p)["traceEvents"]) for p in paths]
+    counts = [_gpu_events_in_steps(raw_document(p)["traceEvents"]) for p in paths]
+    table = breakdown.compare(profs)
+    assert list(table.index) == [p.stage for p in profs]
+    for prof, want, n in zip(profs, raw, counts):
+        last = max(want)
+        assert prof.forward_step == last
+        row, w = table.loc[prof.stage], want[last]
+        assert (row["GPU events"], row["kernels"]) == n[last]
+        assert row["GPU span µs"] == pytest.approx(round(w["span"], 1), abs=1e-9)
+        assert row["busy %"] == pytest.approx(round(100 * w["busy"] / w["span"], 1), abs=1e-9)
+        assert row["waiting for the host %"] == pytest.approx(round(100 * w["host"] / w["span"], 1), abs=1e-9)
+        assert row["CPU µs"] == pytest.approx(round(float(prof.per_step.set_index("step").loc[last, "cpu_time_us"]), 1), abs=1e-9)
+        assert row["verdict"] == breakdown.verdict(prof, last)
+    for step in ("last", None):
+        fig = breakdown.breakdown_chart(profs, step=step)
+        bars = {t.name: t for t in fig.data}
+        assert list(bars) == ["GPU busy", "waiting for the host", "waiting on other GPU work"]
+        labels, want = [], []
+        for prof, steps in zip(profs, raw):
+            for s in ([max(steps)] if step == "last" else sorted(steps)):
+                labels.append(prof.stage if step == "last" else f"{prof.stage} · step {s}")
+                w = steps[s]
+                want.append([100 * w["busy"] / w["span"], 100 * w["host"] / w["span"], 100 * w["other"] / w["span"]])
+        for i, name in enumerate(bars):
+            assert list(bars[name].y) == labels
+            assert list(bars[name].x) == pytest.approx([w[i] for w in want], abs=1e-6)
