@@ -923,3 +923,8 @@ def test_chapter_tens_comparison_and_chart_from_the_raw_events():
         for i, name in enumerate(bars):
             assert list(bars[name].y) == labels
             assert list(bars[name].x) == pytest.approx([w[i] for w in want], abs=1e-6)
+        # the three parts of one span laid end to end, on a 0-100% axis, the first profile on top,
+        # and the subtitle naming where each profile came from (its provenance)
+        assert fig.layout.barmode == "stack" and {t.orientation for t in fig.data} == {"h"}
+        assert tuple(fig.layout.xaxis.range) == (0, 100) and fig.layout.yaxis.autorange == "reversed"
+        assert all(f"{p.mode} on {p.provenance.gpu}" in fig.layout.title.text for p in profs)
