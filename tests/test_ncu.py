@@ -106,6 +106,44 @@ def test_the_calculator_gives_ncus_theoretical_occupancy(path):
         at_config = occupancy(spec, threads, regs, smem, carveout=_carveout_for(spec, config))
         assert at_config.shared_memory_per_sm == config
         assert at_config.block_limits["shared_memory"] == number(r["launch__occupancy_limit_shared_mem"])
+        # what the drawing shows a block taking: ncu's allocated registers (per thread, for every
+        # thread of the block's whole warps) and shared memory (with the driver's reserve)
+        warps = -(-threads // int(number(r["device__attribute_warp_size"])))
+        assert result.registers_per_block == (number(r["launch__registers_per_thread_allocated"])
+                                              * warps * number(r["device__attribute_warp_size"]))
+        assert result.shared_memory_allocated_per_block == round(base(r, units, "launch__shared_mem_per_block_allocated"))
+        # the share of each SM resource the drawing and the utilization bars show, from ncu's
+        # columns: the resident blocks (the least of ncu's four limits) times what one block takes
+        blocks = min(number(r[f"launch__occupancy_limit_{x}"]) for x in ("registers", "warps", "blocks", "shared_mem"))
+        assert at_config.utilization["shared_memory"] == pytest.approx(
+            blocks * base(r, units, "launch__shared_mem_per_block_allocated") / config, rel=1e-9)
+        assert at_config.utilization["registers"] == pytest.approx(
+            blocks * result.registers_per_block / number(r["device__attribute_max_registers_per_multiprocessor"]), rel=1e-9)
+        # the driver counts blocks in whole numbers (an int; a float count would read "2.0 blocks")
+        assert all(type(v) is int for v in (*result.block_limits.values(), result.active_blocks))
+
+
+@pytest.mark.parametrize("path", TABLES[:1], ids=lambda p: p.stem)
+def test_a_block_that_cannot_fit_leaves_the_sm_at_its_preferred_shared_memory(path):
+    """A block above the per-block shared-memory cap fits zero times, and the SM keeps the shared
+    memory the kernel prefers: with no preference, the most the SM has (ncu's device attribute),
+    which the drawing shows the empty SM holding ("0 of N B")."""
+    spec = gpu_spec(PROVENANCE["capability"])
+    rows, units = raw(path)
+    r = rows[0]
+    cap = round(base(r, units, "device__attribute_max_shared_memory_per_block"))
+    threads, regs = int(number(r["launch__block_size"])), int(number(r["launch__registers_per_thread"]))
+    for carveout in (None, 0):
+        result = occupancy(spec, threads, regs, cap + 1, carveout=carveout, shared_memory_limit="default")
+        assert result.active_blocks == 0 and result.block_limits["shared_memory"] == 0
+        # no block resident: no resource is in use, whatever the SM was set up with (0 B at carveout 0)
+        assert result.utilization == dict.fromkeys(("warps", "registers", "shared_memory", "blocks"), 0.0)
+        # the launch as given, which the drawing's caption and labels repeat
+        assert (result.threads_per_block, result.registers_per_thread, result.shared_memory_per_block,
+                result.carveout, result.shared_memory_limit) == (threads, regs, cap + 1, carveout, "default")
+        assert result.warps_per_block == -(-threads // int(number(r["device__attribute_warp_size"])))
+    result = occupancy(spec, threads, regs, cap + 1, shared_memory_limit="default")
+    assert result.shared_memory_per_sm == round(base(r, units, "device__attribute_max_shared_memory_per_multiprocessor"))
 
 
 def test_load_names_the_recording_and_carries_its_report():

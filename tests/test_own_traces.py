@@ -607,3 +607,324 @@ def test_the_union_of_one_interval_is_that_interval():
     one = pd.DataFrame({"start_us": [2.0], "end_us": [5.0], "category": ["kernel"], "launch_start_us": [1.0]})
     assert bd.busy_us(one) == 3.0 and bd.window_breakdown(one)["busy_us"] == 3.0
     assert bd.window_breakdown(one)["compute_us"] == 3.0 and bd.window_breakdown(one)["idle_us"] == 0.0
+
+
+def _naive_rows() -> list[dict]:
+    """naive's last step, one row per GPU event, every field read from the raw JSON: its bounds, its
+    category, stream and launch call, the launch's start, and the host ops holding that launch."""
+    from conftest import raw_last_step
+    path = next(p for p in TRACES if p.name.startswith("naive__"))
+    gpu, _, events = raw_last_step(path)
+    launch_ts = {e["args"]["correlation"]: e["ts"] for e in events if e.get("ph") == "X"
+                 and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    return [{"step": 1, "start_us": float(e["ts"]), "end_us": float(e["ts"] + e["dur"]), "name": e["name"],
+             "category": {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}[e["cat"]],
+             "stream": e["args"].get("stream"), "launched_by": e["launched_by"],
+             "aten_op": min(holders, default=None), "top_aten_op": ", ".join(sorted(holders)) or None,
+             "launch_start_us": float(launch_ts[e["args"]["correlation"]])} for e, holders in gpu]
+
+
+def _expected_row(rows: list[dict]) -> dict:
+    """A window's breakdown by plain loops over its events (the definitions of helpers.core.breakdown):
+    span from the first start to the last end, busy and compute as unions, each gap's cause read from
+    the launch of the event that ends it (after the GPU went idle: the host; at or before: other GPU
+    work; none in the trace: unknown); percentages of the span, none where the span is empty."""
+    nan = float("nan")
+    if not rows:
+        return {"gpu_events": 0, "start_us": nan, "end_us": nan, "span_us": 0.0, "busy_us": 0.0,
+                "compute_us": 0.0, "idle_us": 0.0, "host_wait_us": 0.0, "other_wait_us": 0.0,
+                "unknown_wait_us": 0.0, "busy_pct": nan, "idle_pct": nan, "host_wait_pct": nan, "other_wait_pct": nan}
+    lo, hi = min(r["start_us"] for r in rows), max(r["end_us"] for r in rows)
+    waits = {"host": 0.0, "gpu": 0.0, "unknown": 0.0}
+    order = sorted(rows, key=lambda r: (r["start_us"], math.inf if math.isnan(r["launch_start_us"]) else r["launch_start_us"]))
+    reach = order[0]["end_us"]
+    for r in order[1:]:
+        if r["start_us"] > reach:
+            launch = r["launch_start_us"]
+            waits["unknown" if math.isnan(launch) else "host" if launch > reach else "gpu"] += r["start_us"] - reach
+        reach = max(reach, r["end_us"])
+    busy = union_length([(r["start_us"], r["end_us"]) for r in rows])
+    out = {"gpu_events": len(rows), "start_us": lo, "end_us": hi, "span_us": hi - lo, "busy_us": busy,
+           "compute_us": union_length([(r["start_us"], r["end_us"]) for r in rows if r["category"] == "kernel"]),
+           "idle_us": hi - lo - busy, "host_wait_us": waits["host"], "other_wait_us": waits["gpu"],
+           "unknown_wait_us": waits["unknown"]}
+    for key in ("busy", "idle", "host_wait", "other_wait"):
+        out[f"{key}_pct"] = 100 * out[f"{key}_us"] / (hi - lo) if hi > lo else nan
+    return out
+
+
+def _same(got, want: dict) -> None:
+    for key, value in want.items():
+        if isinstance(value, float) and math.isnan(value):
+            assert isinstance(got[key], float) and math.isnan(got[key]), key
+        else:
+            assert got[key] == pytest.approx(value, abs=1e-6), key
+
+
+def test_every_field_of_the_breakdown_row_from_the_raw_events():
+    """Every column of a step's row (the GPU-events count and the window's bounds, which the other
+    checks do not read; the percentages; each wait) against plain loops over naive's last step, and
+    over variants the recordings lack: the event ending the first gap launched exactly as the GPU went
+    idle (other GPU work, not the host) or with no launch in the trace (unknown), a step of one event
+    shorter than a microsecond, one of zero duration (no span: no percentage), and a step with no GPU
+    event at all (nothing to measure: zero time, no bounds, no percentage)."""
+    from helpers.core import breakdown as bd
+    rows = _naive_rows()
+    want = _expected_row(rows)
+    assert want["other_wait_us"] > 0 and want["compute_us"] < want["busy_us"]
+    reach, first_gap_end = rows[0]["end_us"], None
+    for i, r in sorted(enumerate(rows), key=lambda x: (x[1]["start_us"], x[1]["launch_start_us"]))[1:]:
+        if r["start_us"] > reach and first_gap_end is None:
+            first_gap_end, gap_start = i, reach
+        reach = max(reach, r["end_us"])
+    at_idle = [dict(r) for r in rows]
+    at_idle[first_gap_end]["launch_start_us"] = gap_start
+    late = [dict(r) for r in rows]  # launched just after the GPU went idle: the host
+    late[first_gap_end]["launch_start_us"] = gap_start + 0.25
+    no_launch = [dict(r) for r in rows]
+    no_launch[first_gap_end]["launch_start_us"] = float("nan")
+    short = [dict(rows[0], end_us=rows[0]["start_us"] + 0.5)]
+    instant = [dict(rows[0], end_us=rows[0]["start_us"])]
+    for variant in (rows, at_idle, late, no_launch, short, instant, []):
+        frame = pd.DataFrame(variant, columns=list(rows[0]))
+        _same(bd.window_breakdown(frame), _expected_row(variant))
+    assert _expected_row(late)["host_wait_us"] > want["host_wait_us"]
+    assert _expected_row(at_idle)["other_wait_us"] >= want["other_wait_us"]
+    assert _expected_row(no_launch)["unknown_wait_us"] > 0 and _expected_row(short)["busy_pct"] == 100
+    # per step: a step with events and one without, each its own row, in BREAKDOWN_COLUMNS' order
+    two = pd.DataFrame([dict(r, step=1) for r in rows] + [dict(r, step=3) for r in short], columns=list(rows[0]))
+    table = bd.step_breakdown(two, [1, 2, 3])
+    assert list(table.columns) == bd.BREAKDOWN_COLUMNS and list(table["step"]) == [1, 2, 3]
+    for (_, row), variant in zip(table.iterrows(), (rows, [], short)):
+        _same(row, _expected_row(variant))
+
+
+def test_each_gap_names_the_event_that_ends_it_from_the_raw_events():
+    """idle_gaps' columns of the event ending each gap (its step, category, stream, launch call and its
+    start, the ops holding the launch) are that event's own fields, read from the raw JSON."""
+    from helpers.core import breakdown as bd
+    rows = _naive_rows()
+    gaps = bd.idle_gaps(pd.DataFrame(rows))
+    assert len(gaps) and list(gaps.columns) == bd.GAP_COLUMNS
+    for _, gap in gaps.iterrows():
+        ender = min((r for r in rows if r["start_us"] == gap["end_us"]), key=lambda r: r["launch_start_us"])
+        assert (gap["step"], gap["next_event"], gap["next_category"], gap["next_stream"], gap["launched_by"],
+                gap["aten_op"], gap["top_aten_op"]) == (ender["step"], ender["name"], ender["category"],
+                                                        ender["stream"], ender["launched_by"], ender["aten_op"],
+                                                        ender["top_aten_op"])
+        assert gap["launch_start_us"] == ender["launch_start_us"]
+    assert gaps["aten_op"].notna().all() and gaps["next_stream"].notna().all()
+
+
+@pytest.mark.parametrize("path", [next(p for p in TRACES if p.name.startswith("naive__")),
+                                  *(p for p in OWN if p.name == "encoder_train_step.json.gz")], ids=lambda p: p.name)
+def test_chapter_tens_step_table_and_top_kernels_from_the_raw_events(path):
+    """The per-step table a reader sees (each column the right figure, rounded as shown) and the top
+    kernels (ranked by total time, calls, total, mean and share of the step), against plain loops over
+    the raw events (naive's steps; the training step, which waits on the host too); kernels per op
+    against the step's kernel rows, op by op."""
+    from conftest import raw_last_step
+    events = raw_document(path)["traceEvents"]
+    prof = quiet_load(path)
+    want = independent_breakdown(events)
+    table = breakdown.step_table(prof)
+    counts = defaultdict(int)
+    for e in events:
+        if e.get("ph") == "X" and re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")):
+            lo, hi = e["ts"], e["ts"] + e["dur"]
+            step = int(e["name"].split("#")[1])
+            calls = {c["args"]["correlation"] for c in events if c.get("ph") == "X" and c.get("cat") in ("cuda_runtime", "cuda_driver")
+                     and LAUNCH.match(c["name"]) and lo <= c["ts"] <= hi}
+            counts[step] = sum(1 for g in events if g.get("ph") == "X" and g.get("cat") in GPU_CATS
+                               and g["args"].get("correlation") in calls)
+    assert set(want) == set(table.index)
+    for s, w in want.items():
+        row = table.loc[s]
+        shown = {"GPU events": counts[s], "GPU span µs": w["span"], "busy µs": w["busy"],
+                 "busy %": 100 * w["busy"] / w["span"], "idle µs": w["span"] - w["busy"],
+                 "waiting for the host µs": w["host"], "waiting for the host %": 100 * w["host"] / w["span"],
+                 "waiting on other GPU work µs": w["other"], "waiting on other GPU work %": 100 * w["other"] / w["span"]}
+        for column, value in shown.items():  # as shown: to 0.1 µs and 0.1 %
+            assert row[column] == pytest.approx(round(value, 1), abs=1e-9), (s, column)
+        assert row["verdict"] == breakdown.verdict(prof, s)
+    # the top kernels of the last step, by name, from the raw events
+    gpu, _, _ = raw_last_step(path)
+    by_name = defaultdict(list)
+    for e, _ in gpu:
+        by_name[e["name"]].append(e["dur"])
+    total = sum(sum(d) for d in by_name.values())
+    ranked = sorted(by_name, key=lambda n: -sum(by_name[n]))[:3]
+    top = breakdown.top_kernels(prof, n=3)
+    assert list(top["kernel"]) == ranked and list(top.index) == [1, 2, 3]
+    for (_, row), name in zip(top.iterrows(), ranked):
+        d = by_name[name]
+        assert row["calls"] == len(d) and row["total µs"] == pytest.approx(sum(d), abs=0.05 + 1e-9)
+        assert row["mean µs"] == pytest.approx(round(sum(d) / len(d), 2), abs=1e-9)  # shown to 0.01 µs
+        assert row["% of GPU time"] == pytest.approx(100 * sum(d) / total, abs=0.05 + 1e-9)
+    # kernels per op: each op's events, kernels among them, GPU time and share, largest first
+    k = prof.kernels()
+    per_op = breakdown.kernels_per_op(prof, n=None)
+    assert list(per_op["GPU µs"]) == sorted(per_op["GPU µs"], reverse=True)
+    for op, group in k.assign(op=k["top_aten_op"].fillna("(launched outside any op)")).groupby("op"):
+        row = per_op.loc[op]
+        assert (row["GPU events"], row["kernels"]) == (len(group), int((group["category"] == "kernel").sum()))
+        assert row["GPU µs"] == pytest.approx(group["dur_us"].sum(), abs=0.05 + 1e-9)
+        assert row["% of GPU time"] == pytest.approx(100 * group["dur_us"].sum() / k["dur_us"].sum(), abs=0.05 + 1e-9)
+        assert row["kinds"] == ", ".join(f"{kind} ×{n}" for kind, n in group["kind"].value_counts().items())
+
+
+@pytest.mark.parametrize("path", [p for p in OWN if p.name == "encoder_train_step.json.gz"], ids=lambda p: p.name)
+def test_idle_by_op_from_the_gaps_found_by_plain_loops(path):
+    """Chapter 10's idle-by-op table, for each step asked for: the gaps of that step found by a plain
+    loop over its GPU events, grouped by cause (in words) and by the op that launched the work ending
+    each gap; count, idle time and share of the step's span as shown (to 0.1), largest first."""
+    from helpers.core.breakdown import CAUSES
+    prof = quiet_load(path)
+    shown = []
+    for step in prof.steps:
+        rows = prof.gpu_events(step).to_dict("records")
+        order = sorted(rows, key=lambda r: (r["start_us"], math.inf if math.isnan(r["launch_start_us"]) else r["launch_start_us"]))
+        groups, reach = defaultdict(list), order[0]["end_us"]
+        for r in order[1:]:
+            if r["start_us"] > reach:
+                launch = r["launch_start_us"]
+                cause = "unknown" if math.isnan(launch) else "host" if launch > reach else "gpu"
+                op = r["top_aten_op"] if isinstance(r["top_aten_op"], str) else "(no op: launched outside any op)"
+                groups[(CAUSES[cause], op)].append(r["start_us"] - reach)
+            reach = max(reach, r["end_us"])
+        span = max(r["end_us"] for r in rows) - min(r["start_us"] for r in rows)
+        assert len({cause for cause, _ in groups}) >= 2
+        table = breakdown.idle_by_op(prof, step, n=len(groups))
+        assert sorted(table.index) == sorted(groups)
+        assert list(table["idle µs"]) == sorted(table["idle µs"], reverse=True)
+        for key, gaps in groups.items():
+            row = table.loc[key]
+            assert row["gaps"] == len(gaps) and row["idle µs"] == pytest.approx(round(sum(gaps), 1), abs=1e-9)
+            assert row["% of the step"] == pytest.approx(round(100 * sum(gaps) / span, 1), abs=1e-9)
+        shown.append(table)
+    assert not shown[0].equals(shown[-1])  # the steps differ: the table of the wrong step would show
+    assert breakdown.idle_by_op(prof, n=len(shown[-1])).equals(shown[-1]) and len(breakdown.idle_by_op(prof, n=1)) == 1
+
+
+def test_the_gaps_of_any_step_asked_for():
+    """idle_gaps(prof, step) is that step's gaps (not the last step's): each gap's bounds from a plain
+    loop over the step's own GPU events, in the core table's columns and nothing more."""
+    from helpers.core.breakdown import GAP_COLUMNS
+    path = next(p for p in TRACES if p.name.startswith("naive__"))
+    prof = Profile.load(path)
+    assert len(prof.steps) > 1
+    for step in prof.steps:
+        rows = sorted(prof.gpu_events(step).to_dict("records"), key=lambda r: (r["start_us"], r["launch_start_us"]))
+        want, reach = [], rows[0]["end_us"]
+        for r in rows[1:]:
+            if r["start_us"] > reach:
+                want.append((reach, r["start_us"]))
+            reach = max(reach, r["end_us"])
+        gaps = breakdown.idle_gaps(prof, step)
+        assert list(gaps.columns) == GAP_COLUMNS and list(gaps.index) == list(range(len(want)))
+        assert list(zip(gaps["start_us"], gaps["end_us"])) == want and set(gaps["step"]) <= {step}
+
+
+def _host_waits_by_op(prof: Profile, step: int) -> dict:
+    """Per op, the host waits of one step: the gaps (plain loop over its GPU events) whose ending
+    event's launch began after the GPU went idle."""
+    rows = sorted(prof.gpu_events(step).to_dict("records"), key=lambda r: (r["start_us"], r["launch_start_us"]))
+    waits, reach = defaultdict(float), rows[0]["end_us"]
+    for r in rows[1:]:
+        if r["start_us"] > reach and r["launch_start_us"] > reach:
+            waits[r["top_aten_op"] if isinstance(r["top_aten_op"], str) else "an op the trace does not name"] += r["start_us"] - reach
+        reach = max(reach, r["end_us"])
+    return waits
+
+
+def test_each_steps_verdict_and_views_are_of_that_step():
+    """The verdict of a host-bound step names that step's longest host wait by op (plain loops); a
+    GPU-bound step's does not; the views asked for a step give that step (its kernels and their totals),
+    the default being the last step; kernels per op keeps the n largest."""
+    from helpers.core.bound import CPU
+    train = quiet_load(next(p for p in OWN if p.name == "encoder_train_step.json.gz"))
+    naive = Profile.load(next(p for p in TRACES if p.name.startswith("naive__")))
+    shown = set()
+    for step in train.steps:
+        assert breakdown.step_bound(train, step).by == CPU
+        waits = _host_waits_by_op(train, step)
+        op = max(waits, key=waits.get)
+        text = breakdown.verdict(train, step)
+        sentence = breakdown.step_bound(train, step).sentence()
+        assert text.startswith(sentence) and sentence != breakdown.step_bound(train, train.steps[0] if step != train.steps[0] else train.steps[-1]).sentence()
+        assert text.endswith(f"the longest share of that wait, {waits[op]:.0f} µs, comes before work launched by {op}")
+        shown.add(text)
+    assert len(shown) > 1  # the steps differ, so a verdict of the wrong step would show
+    assert breakdown.verdict(train) == breakdown.verdict(train, train.forward_step)
+    assert breakdown.step_bound(train) == breakdown.step_bound(train, train.forward_step)
+    for step in naive.steps:
+        assert breakdown.step_bound(naive, step).by != CPU and "longest share" not in breakdown.verdict(naive, step)
+    for prof in (naive, train):
+        for step in prof.steps:
+            k = prof.kernels(step)
+            top = breakdown.top_kernels(prof, step, n=len(k))
+            for name, group in k.groupby("name"):
+                row = top[top["kernel"] == name].iloc[0]
+                assert row["total µs"] == pytest.approx(round(group["dur_us"].sum(), 1), abs=1e-9)
+                assert row["% of GPU time"] == pytest.approx(round(100 * group["dur_us"].sum() / k["dur_us"].sum(), 1), abs=1e-9)
+                assert row["launched by"] == ", ".join(dict.fromkeys(group["top_aten_op"].dropna()))
+            per_op = breakdown.kernels_per_op(prof, step, n=None)
+            for op, group in k.assign(op=k["top_aten_op"].fillna("(launched outside any op)")).groupby("op"):
+                assert per_op.loc[op, "GPU µs"] == pytest.approx(round(group["dur_us"].sum(), 1), abs=1e-9)
+                assert per_op.loc[op, "% of GPU time"] == pytest.approx(
+                    round(100 * group["dur_us"].sum() / k["dur_us"].sum(), 1), abs=1e-9)
+        per_op = breakdown.kernels_per_op(prof, n=None)
+        assert len(per_op) > 2 and list(breakdown.kernels_per_op(prof, n=2).index) == list(per_op.index[:2])
+
+
+def _gpu_events_in_steps(events: list[dict]) -> dict:
+    """Per step, (GPU events, kernels among them) whose launch lies in the step, from the raw events."""
+    out = {}
+    for e in events:
+        if e.get("ph") == "X" and re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")):
+            lo, hi = e["ts"], e["ts"] + e["dur"]
+            calls = {c["args"]["correlation"] for c in events if c.get("ph") == "X" and c.get("cat") in ("cuda_runtime", "cuda_driver")
+                     and LAUNCH.match(c["name"]) and lo <= c["ts"] <= hi}
+            gpu = [g for g in events if g.get("ph") == "X" and g.get("cat") in GPU_CATS and g["args"].get("correlation") in calls]
+            out[int(e["name"].split("#")[1])] = (len(gpu), sum(g["cat"] == "kernel" for g in gpu))
+    return out
+
+
+def test_chapter_tens_comparison_and_chart_from_the_raw_events():
+    """breakdown.compare (one row per profile, its last step) and breakdown_chart (the stacked bars, per
+    step or the last step of each profile) against plain loops over the raw events of the recorded
+    forward and training step."""
+    paths = [next(p for p in OWN if p.name == n) for n in ("encoder_forward.json.gz", "encoder_train_step.json.gz")]
+    profs = [quiet_load(p) for p in paths]
+    raw = [independent_breakdown(raw_document(p)["traceEvents"]) for p in paths]
+    counts = [_gpu_events_in_steps(raw_document(p)["traceEvents"]) for p in paths]
+    table = breakdown.compare(profs)
+    assert list(table.index) == [p.stage for p in profs]
+    for prof, want, n in zip(profs, raw, counts):
+        last = max(want)
+        assert prof.forward_step == last
+        row, w = table.loc[prof.stage], want[last]
+        assert (row["GPU events"], row["kernels"]) == n[last]
+        assert row["GPU span µs"] == pytest.approx(round(w["span"], 1), abs=1e-9)
+        assert row["busy %"] == pytest.approx(round(100 * w["busy"] / w["span"], 1), abs=1e-9)
+        assert row["waiting for the host %"] == pytest.approx(round(100 * w["host"] / w["span"], 1), abs=1e-9)
+        assert row["CPU µs"] == pytest.approx(round(float(prof.per_step.set_index("step").loc[last, "cpu_time_us"]), 1), abs=1e-9)
+        assert row["verdict"] == breakdown.verdict(prof, last)
+    for step in ("last", None):
+        fig = breakdown.breakdown_chart(profs, step=step)
+        bars = {t.name: t for t in fig.data}
+        assert list(bars) == ["GPU busy", "waiting for the host", "waiting on other GPU work"]
+        labels, want = [], []
+        for prof, steps in zip(profs, raw):
+            for s in ([max(steps)] if step == "last" else sorted(steps)):
+                labels.append(prof.stage if step == "last" else f"{prof.stage} · step {s}")
+                w = steps[s]
+                want.append([100 * w["busy"] / w["span"], 100 * w["host"] / w["span"], 100 * w["other"] / w["span"]])
+        for i, name in enumerate(bars):
+            assert list(bars[name].y) == labels
+            assert list(bars[name].x) == pytest.approx([w[i] for w in want], abs=1e-6)
+        # the three parts of one span laid end to end, on a 0-100% axis, the first profile on top,
+        # and the subtitle naming where each profile came from (its provenance)
+        assert fig.layout.barmode == "stack" and {t.orientation for t in fig.data} == {"h"}
+        assert tuple(fig.layout.xaxis.range) == (0, 100) and fig.layout.yaxis.autorange == "reversed"
+        assert all(f"{p.mode} on {p.provenance.gpu}" in fig.layout.title.text for p in profs)
