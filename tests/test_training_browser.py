@@ -19,7 +19,8 @@ PAGE = "notebooks/11_training.html"
 TRAINING = ROOT / "notebooks" / "traces" / "h200" / "training"
 
 PLOT_NAMES_JS = """() => [...document.querySelectorAll('.plotly-graph-div')].map(gd => ({
-  title: (gd._fullLayout && gd._fullLayout.title && gd._fullLayout.title.text) || '',
+  // a title wrapped to the screen (charts.fit_layout, chart_fit.js) reads as one line
+  title: ((gd._fullLayout && gd._fullLayout.title && gd._fullLayout.title.text) || '').replace(/<br>/g, ' '),
   traces: (gd._fullData || []).map(t => ({name: t.name, points: (t.x || []).length})),
   drawn: gd.querySelectorAll('.trace .js-line, .trace .point').length}))"""
 
