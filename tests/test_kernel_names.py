@@ -1098,6 +1098,14 @@ def test_aten_foreach_of_an_op_not_in_the_table():
     assert k.summary == "ATen foreach op (one launch for a list of tensors), fp32"
 
 
+def assert_shown(name: str, fields_: tuple, details: dict, summary: str) -> None:
+    """Every field a kernel table shows for `name`: the columns, the whole details, the exact summary."""
+    k = decode(name)
+    assert fields(k) == fields_
+    assert k.details == details
+    assert k.summary == summary
+
+
 @pytest.mark.parametrize("name, fields_, details, summary", [
     # <arch>_<in dtype>_<acc letter><mma shape>gemm_<out dtype>_<tile>_ldg<n>_f2f_stages_<k tile>x<stages>_<layout>
     (AMPERE_BF16, ("gemm", "cuBLAS", "gemm", "bf16", TENSOR_CORES, "ampere", "128x128"),
@@ -1121,10 +1129,7 @@ def test_aten_foreach_of_an_op_not_in_the_table():
      "cuBLAS gemm (ampere), fp32, 32x32 tile, nn, CUDA cores (FFMA)"),
 ])
 def test_cublas_legacy_every_shown_field(name, fields_, details, summary):
-    k = decode(name)
-    assert fields(k) == fields_
-    assert k.details == details
-    assert k.summary == summary
+    assert_shown(name, fields_, details, summary)
 
 
 def test_cudnn_every_shown_field():
@@ -1164,10 +1169,7 @@ def test_cudnn_every_shown_field():
      "CUTLASS gemm (sm90), bf16, 128x256x64 tile, tnn, tensor cores"),
 ])
 def test_cutlass_gemm_every_shown_field(name, fields_, details, summary):
-    k = decode(name)
-    assert fields(k) == fields_
-    assert k.details == details
-    assert k.summary == summary
+    assert_shown(name, fields_, details, summary)
 
 
 # Hopper's xmma as vLLM's and others' nsys tables list it: a warpgroup size (wgmma) and no warp size or stages
@@ -1187,10 +1189,7 @@ XMMA_SM90 = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgr
      "cuBLAS xmma gemm (sm80), fp32, 128x128x8 tile, 3 stages, warps 2x2x1, tn, CUDA cores (FFMA)"),
 ])
 def test_xmma_every_shown_field(name, fields_, details, summary):
-    k = decode(name)
-    assert fields(k) == fields_
-    assert k.details == details
-    assert k.summary == summary
+    assert_shown(name, fields_, details, summary)
 
 
 def test_nvjet_without_an_arch_with_tokens_it_does_not_name():
@@ -1368,7 +1367,4 @@ def test_aten_cat_is_a_copy_with_no_element_type_named():
      "memory-efficient attention forward (cutlassF), fp16, 64x64 tiles, output in registers, sm75"),
 ])
 def test_cutlass_fmha_names_alone_every_shown_field(name, fields_, details, summary):
-    k = decode(name)
-    assert fields(k) == fields_
-    assert k.details == details
-    assert k.summary == summary
+    assert_shown(name, fields_, details, summary)
