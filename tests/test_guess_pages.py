@@ -18,24 +18,11 @@ import pytest
 
 from helpers.views.guess import STORAGE_KEY, judge
 from test_browser import LAPTOP, PAGES, PHONE, book, server, visit  # noqa: F401 (fixtures)
+from test_guess_js import right_text, wrong_text  # a reader's right and wrong answers, one definition
 
 pytestmark = pytest.mark.browser
 
 QUESTION_PAGES = sorted(p for p in PAGES if p.startswith("notebooks/"))
-
-
-def right_text(key: dict) -> str:
-    if key["type"] == "kernels":
-        return ", ".join(a["kind"] for a in key["answer"])
-    return repr(key["answer"]) if key["type"] == "number" else key["answer"]
-
-
-def wrong_text(key: dict) -> str:
-    if key["type"] == "kernels":
-        return ", ".join([a["kind"] for a in key["answer"]] + ["softmax"])
-    if key["type"] == "number":
-        return repr(key["answer"] * 3 + 7)
-    return next(o for o in key["options"] if o != key["answer"])
 
 
 def keys_of(page) -> list[dict]:
