@@ -44,7 +44,7 @@ def questions(name: str, prof: Profile, events_by: tuple[str, str] | None = None
     options = [*BOUNDS, *([bound] if bound not in BOUNDS else [])]
     return Questions([
         Question(number_key(f"{name}-events", f"How many GPU events will one step of {e.title} launch?",
-                            events, tolerance=EVENTS_TOLERANCE,
+                            events, tolerance=EVENTS_TOLERANCE, unit=" events",
                             explained_by=events_by or ("#" + kernel_table_id(prof.stage), "the kernel table"))),
         Question(choice_key(f"{name}-bound", "What bounds the step: the CPU issuing the work, or the GPU running it?",
                             options, bound, breakdown.verdict(prof), explained_by=bound_by)),

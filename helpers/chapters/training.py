@@ -315,12 +315,18 @@ def answers(profiles: Mapping[str, Profile], memory: dict) -> dict:
     if len(ms):
         first = ms[ms["max_seq"] == ms["max_seq"].min()]
         out["first_oom_doubling"] = ", ".join(first["stage"])
+        out["first_oom_tied"] = [str(x) for x in first["stage"]]  # every one is a right guess
         out["first_oom_seq"] = f"{int(first['max_seq'].iloc[0]) * 2:,}"
         # within one doubling, the stage whose model reaches the GPU's memory at the smallest seq
         limits = bw.limit_seq(memory).set_index("stage")["model_limit_seq"]
         limits = limits[limits.index.isin(ms["stage"])]
         out["first_oom"] = str(limits.idxmin())
         out["first_oom_model_seq"] = f"{limits.min():,.0f}"
+        tied = out["first_oom_tied"]
+        together = (f"{tied[0]} ran out first" if len(tied) == 1 else
+                    f"{', '.join(tied[:-1])} and {tied[-1]} ran out together")
+        out["first_oom_text"] = (f"{together}, at seq {out['first_oom_seq']}; the fitted models put "
+                                 f"{out['first_oom']} first, at about seq {out['first_oom_model_seq']}")
     return out
 
 

@@ -39,28 +39,97 @@ STYLESHEET = "guess.css"
 STORAGE_KEY = "attention-profiled.guesses.v1"
 
 GUESSABLE = tuple(k for k in KINDS if k != "unknown")
-# words a reader may use for a kind: the decoder's kinds are the vocabulary, these are synonyms
-ALIASES = {"matmul": "gemm", "mm": "gemm", "bmm": "gemm", "linear": "gemm", "addmm": "gemm",
-           "sdpa": "attention", "flash": "attention", "fmha": "attention",
-           "masked fill": "masked_fill", "masked-fill": "masked_fill", "where": "masked_fill",
-           "scale": "elementwise", "mul": "elementwise", "div": "elementwise", "add": "elementwise",
-           "triton": "fused", "fusion": "fused", "memory copy": "memcpy", "sum": "reduce"}
+
+# The book's words for GPU work: ONE table, handed to the browser's judge in every key (js/guess.js
+# has no word of its own). Each entry: a word the judge knows, then the other spellings a reader
+# may type for it. The decoder's kinds come first; then the libraries and families the book names
+# a kernel by ("the fused kernel", "FlashAttention-2's forward", "a cuBLAS gemm", "Triton").
+WORDS: dict[str, tuple[str, ...]] = {
+    "gemm": ("matmul", "mm", "bmm", "linear", "addmm", "matrix multiply", "gemms", "matmuls"),
+    "attention": ("sdpa", "fmha", "attention forward", "attention kernel"),
+    "softmax": (),
+    "masked_fill": ("masked fill", "masked-fill", "where"),
+    "elementwise": ("element-wise", "element wise", "scale", "mul", "div", "add"),
+    "copy": (), "fill": (), "reduce": ("sum",), "mask": ("triu", "tril"),
+    "fused": ("fusion", "fused kernel"),
+    "memcpy": ("memory copy",), "memset": (),
+    # libraries and families, as the book names them
+    "triton": ("inductor", "triton kernel"),
+    "flex": ("flexattention", "flex attention", "flex-attention", "flex_attention"),
+    "flash": ("flashattention", "flash attention", "flash-attention", "flashattention-2",
+              "flashattention2", "flash-attention-2", "fa2"),
+    "cutlass": (),
+    "xformers": ("mem efficient", "mem-efficient", "memory efficient", "memory-efficient", "efficient"),
+    "cudnn": (),
+    "cublas": ("cublaslt",),
+    "nvjet": (),
+    "aten": (),
+}
+LIBRARY_WORDS = {"cuBLAS (nvjet)": ("cublas", "nvjet"), "cuBLAS": ("cublas",), "CUTLASS": ("cutlass",),
+                 "CUTLASS (xformers mem-efficient)": ("cutlass", "xformers"),
+                 "FlashAttention-2": ("flash",), "cuDNN": ("cudnn",), "ATen": ("aten",), "Triton": ("triton",)}
+# the book calls these kinds "fused": Inductor's fused kernel, and every attention kernel (flash,
+# cuDNN, the memory-efficient one, Flex's template: "the three fused backends each launch one kernel")
+FUSED_KINDS = ("fused", "attention")
+# a spelling -> the word it names (the words themselves included)
+ALIASES = {alias: word for word, aliases in WORDS.items() for alias in aliases}
+
+
+def kernel_words(kind: str, library: str | None = None, op: str | None = None, name: str = "") -> list[str]:
+    """The words of WORDS that name one kernel: its kind, its library's, its op's where the op is
+    a word ("where" masks in the math backend, "flex_attention"), "fused" for the kinds the book
+    calls fused, "flash" for a flash kernel by another library (cuDNN's ``flash_fprop``)."""
+    words = [kind, *LIBRARY_WORDS.get(str(library), ())]
+    op = str(op or "").lower()
+    words.append(ALIASES.get(op, op))
+    if kind in FUSED_KINDS:
+        words.append("fused")
+    if kind == "attention" and "flash" in str(name).lower():
+        words.append("flash")
+    return list(dict.fromkeys(w for w in words if w in WORDS))
+
+
 # one token per kernel: commas, semicolons, new lines, arrows
 SEPARATORS = r"[,;\n]+|->|→"
-NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+# ASCII digits only: Python's \d also reads other scripts' digits, JavaScript's does not
+NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 # whitespace, spelled out: Python's str.strip() and JavaScript's trim() disagree on a few characters
 WHITESPACE = " \t\n\r\f\v\u00a0"
-# what a number may carry around it and still read as that number
-UNIT_CHARACTERS = WHITESPACE + "×xX%µusμ"
+# a number and the unit after it: the unit is what follows the last digit, if it starts with none
+# of the number's own characters
+NUMBER_AND_UNIT = r"^(.*?)([^0-9.,+\-" + WHITESPACE + r"][^0-9]*)?$"
+
+# The units a number field accepts, by what they measure: each spelling and its size in the
+# dimension's base unit. A key's unit (" GiB", " µs", " warps") picks its dimension; the key then
+# carries every spelling of that dimension with its factor to the key's unit (both µ: U+00B5 and
+# U+03BC). ONE table, handed to the browser's judge in every number key.
+UNITS: dict[str, dict[str, float]] = {
+    "time": {"ns": 1e-3, "µs": 1.0, "μs": 1.0, "us": 1.0, "microseconds": 1.0, "microsecond": 1.0,
+             "ms": 1e3, "milliseconds": 1e3, "millisecond": 1e3, "s": 1e6, "seconds": 1e6, "second": 1e6},
+    "bytes": {"b": 1.0, "byte": 1.0, "bytes": 1.0, "kib": 2.0 ** 10, "mib": 2.0 ** 20, "gib": 2.0 ** 30,
+              "tib": 2.0 ** 40, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12},
+    "percent": {"%": 1.0, "percent": 1.0, "pct": 1.0},
+    "times": {"×": 1.0, "x": 1.0, "times": 1.0},
+    "warps": {"warps": 1.0, "warp": 1.0},
+    "kernels": {"kernels": 1.0, "kernel": 1.0},
+    "events": {"events": 1.0, "event": 1.0, "gpu events": 1.0, "gpu event": 1.0},
+    "stages": {"stages": 1.0, "stage": 1.0},
+    "registers": {"registers": 1.0, "register": 1.0, "regs": 1.0},
+    "blocks": {"blocks": 1.0, "block": 1.0},
+}
 
 MESSAGES = {
     "empty": "Type a guess first (or use Just reveal).",
     "empty_choice": "Pick one of the options first (or use Just reveal).",
     "unknown_kind": "Not a kernel kind: {unknown}. Use the kinds: {kinds}.",
     "not_a_number": "\"{text}\" is not a number. Type a number, such as 12 or 3.5.",
+    "wrong_unit": "\"{text}\" is not in {unit}. Type a number in {unit}, such as 12 or 3.5.",
     "not_an_option": "\"{text}\" is not one of the options: {options}.",
 }
 VERDICTS = {"right": "Right.", "wrong": "Not quite.", "revealed": "Revealed without a guess."}
+# what the reveal writes beside each item, by its status
+STATUSES = {"matched": "matches", "missing": "missing from your guess", "extra": "not in the trace",
+            "differs": "differs", "revealed": ""}
 
 
 # ------------------------------------------------------------------------------------ judging
@@ -81,7 +150,7 @@ def normalise_kind(token: str) -> str:
 
 
 def parse_kernels(text: str, aliases: dict[str, str]) -> list[tuple[str, str]]:
-    """(as typed, the kind it names) per token; the kind is '' for a word that names none."""
+    """(as typed, the word it names) per token; a word the table lacks stays as typed (snake_case)."""
     out = []
     for raw in re.split(SEPARATORS, text):
         word = trim(raw)
@@ -93,24 +162,37 @@ def parse_kernels(text: str, aliases: dict[str, str]) -> list[tuple[str, str]]:
     return out
 
 
-def parse_number(text: str) -> float | None:
-    """The number in ``text`` (units and spaces around it allowed), or None."""
-    body = trim(text, UNIT_CHARACTERS).replace(",", "")
-    return float(body) if re.fullmatch(NUMBER, body) else None
+def parse_number(text: str, units: dict[str, float] | None = None) -> float | None:
+    """The number in ``text`` in the key's unit (its ``units``: a spelling -> its factor), or
+    None where there is no number or its unit is not one of ``units`` (a bare number always reads)."""
+    units = {"": 1.0} if units is None else units
+    found = parse_number_and_unit(text)
+    if found is None:
+        return None
+    value, unit = found
+    return value * units[unit] if unit in units else None
 
 
-def _align(guessed: list[str], trace: list[str]) -> list[tuple[int | None, int | None]]:
-    """The longest common subsequence of two kind lists, walked in order: (guess index, trace
-    index) pairs, None on the side that has no counterpart. Ties go to the guess being extra."""
+def parse_number_and_unit(text: str) -> tuple[float, str] | None:
+    """(the number, its unit in lower case with single spaces; '' for none), or None."""
+    m = re.match(NUMBER_AND_UNIT, trim(text), re.S)
+    body, unit = trim(m.group(1)).replace(",", ""), normalise_kind(m.group(2) or "")
+    return (float(body), unit) if re.fullmatch(NUMBER, body) else None
+
+
+def _align(guessed: list[str], trace: list[list[str]]) -> list[tuple[int | None, int | None]]:
+    """The longest common subsequence of the guessed words and the trace's items (an item matches
+    a word it answers to), walked in order: (guess index, trace index) pairs, None on the side
+    that has no counterpart. Ties go to the guess being extra."""
     n, m = len(guessed), len(trace)
     table = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
         for j in range(m - 1, -1, -1):
-            table[i][j] = (table[i + 1][j + 1] + 1 if guessed[i] == trace[j]
+            table[i][j] = (table[i + 1][j + 1] + 1 if guessed[i] in trace[j]
                            else max(table[i + 1][j], table[i][j + 1]))
     pairs, i, j = [], 0, 0
     while i < n and j < m:
-        if guessed[i] == trace[j]:
+        if guessed[i] in trace[j]:
             pairs.append((i, j))
             i, j = i + 1, j + 1
         elif table[i + 1][j] >= table[i][j + 1]:
@@ -141,13 +223,13 @@ def judge(key: dict, text: str | None) -> dict:
         tokens = parse_kernels(text, key["aliases"])
         if not tokens:  # separators only
             return _invalid(messages["empty"])
-        unknown = [word for word, k in tokens if k not in key["kinds"]]
+        unknown = [word for word, k in tokens if k not in key["words"]]
         if unknown:
             return _invalid(messages["unknown_kind"].replace("{unknown}", ", ".join(f'"{w}"' for w in unknown))
-                            .replace("{kinds}", ", ".join(key["kinds"])))
+                            .replace("{kinds}", ", ".join(key["words"])))
         trace = key["answer"]
         items = []
-        for gi, ti in _align([k for _, k in tokens], [t["kind"] for t in trace]):
+        for gi, ti in _align([k for _, k in tokens], [t["words"] for t in trace]):
             if gi is not None and ti is not None:
                 items.append({"status": "matched", "guess": tokens[gi][0], "trace": trace[ti]["label"],
                               "href": trace[ti]["href"]})
@@ -160,9 +242,14 @@ def judge(key: dict, text: str | None) -> dict:
         right = all(item["status"] == "matched" for item in items)
         return {"valid": True, "verdict": "right" if right else "wrong", "items": items}
     if kind == "number":
-        value = parse_number(text)
-        if value is None or not math.isfinite(value):
+        found = parse_number_and_unit(text)
+        if found is None or not math.isfinite(found[0]):
             return _invalid(messages["not_a_number"].replace("{text}", trim(text)))
+        if found[1] not in key["units"]:
+            unit = trim(key["unit"])
+            return _invalid(messages["wrong_unit" if unit else "not_a_number"].replace("{text}", trim(text))
+                            .replace("{unit}", unit))
+        value = found[0] * key["units"][found[1]]
         answer, tolerance = key["answer"], key["tolerance"]
         right = abs(value - answer) <= tolerance * abs(answer) if tolerance else value == answer
         return {"valid": True, "verdict": "right" if right else "wrong",
@@ -173,7 +260,7 @@ def judge(key: dict, text: str | None) -> dict:
         if given not in key["options"]:
             return _invalid(messages["not_an_option"].replace("{text}", given)
                             .replace("{options}", ", ".join(key["options"])))
-        right = given == key["answer"]
+        right = given in key["accepted"]
         return {"valid": True, "verdict": "right" if right else "wrong",
                 "items": [{"status": "matched" if right else "differs", "guess": given,
                            "trace": key["answerText"], "href": key["explainedBy"]["href"]}]}
@@ -195,7 +282,8 @@ def _base(qid: str, kind: str, question: str, explained_by: tuple[str, str], sou
     href, label = explained_by
     return {"version": 1, "id": qid, "type": kind, "question": question, "source": source,
             "explainedBy": {"href": href if href.startswith("#") else f"#{href}", "label": label},
-            "messages": dict(MESSAGES), "verdicts": dict(VERDICTS), "storageKey": STORAGE_KEY}
+            "messages": dict(MESSAGES), "verdicts": dict(VERDICTS), "statuses": dict(STATUSES),
+            "storageKey": STORAGE_KEY}
 
 
 def kernels_key(prof: Profile, qid: str | None = None, question: str | None = None,
@@ -204,28 +292,45 @@ def kernels_key(prof: Profile, qid: str | None = None, question: str | None = No
     forward, its kind from the kernel-name decoder, linked to its row of the kernel table."""
     events = prof.kernels(step)
     answer = [{"kind": str(e.kind),
+               "words": kernel_words(str(e.kind), getattr(e, "library", None), getattr(e, "op", None), str(e.name)),
                "label": f"{e.kind}: {short_name(str(e.name))}",
                "href": "#" + kernel_row_id(prof.stage, i)}
               for i, e in enumerate(events.itertuples(), start=1)]
     key = _base(qid or f"{prof.stage}-kernels",
                 "kernels", question or "Which GPU events will one forward launch, in launch order?",
                 ("#" + kernel_table_id(prof.stage), "the kernel table"), "the trace")
-    key.update(kinds=list(GUESSABLE), aliases=dict(ALIASES), answer=answer,
+    key.update(kinds=list(GUESSABLE), words=list(WORDS), aliases=dict(ALIASES), answer=answer,
                answerText=", ".join(a["kind"] for a in answer)
                + f" ({len(answer)} GPU event{'' if len(answer) == 1 else 's'})")
     return key
 
 
+def units_of(unit: str) -> dict[str, float]:
+    """The spellings a number field in ``unit`` accepts, each with its factor to ``unit``: every
+    unit of the dimension UNITS puts ``unit`` in, and a bare number (no unit: the key's own)."""
+    own = normalise_kind(unit)
+    out = {"": 1.0}
+    for spellings in UNITS.values():
+        if own in spellings:
+            out.update({u: f / spellings[own] for u, f in spellings.items()})
+            break
+    else:
+        if own:
+            out[own] = 1.0
+    return out
+
+
 def number_key(qid: str, question: str, answer: float, tolerance: float = 0.0, unit: str = "",
                decimals: int | None = None, explained_by: tuple[str, str] = ("", ""),
                source: str = "the trace") -> dict:
-    """A number judged right within ``tolerance`` of ``answer``, relatively (0: exactly)."""
+    """A number judged right within ``tolerance`` of ``answer``, relatively (0: exactly), typed
+    bare or with any unit of ``unit``'s dimension (UNITS: "4096 MiB" for a key in " GiB")."""
     answer = float(answer)
     if decimals is None:
         decimals = 0 if answer.is_integer() else 1
     text = f"{answer:,.{decimals}f}"
     key = _base(qid, "number", question, explained_by, source)
-    key.update(answer=answer, tolerance=float(tolerance), unit=unit,
+    key.update(answer=answer, tolerance=float(tolerance), unit=unit, units=units_of(unit),
                answerText=f"{text}{unit}",
                toleranceText=(f"right within ±{tolerance:.0%}" if tolerance else "right only if exact"))
     return key
@@ -233,12 +338,16 @@ def number_key(qid: str, question: str, answer: float, tolerance: float = 0.0, u
 
 def choice_key(qid: str, question: str, options: Sequence[str], answer: str,
                answer_text: str | None = None, explained_by: tuple[str, str] = ("", ""),
-               source: str = "the trace") -> dict:
+               source: str = "the trace", accepted: Sequence[str] | None = None) -> dict:
+    """One of ``options``: ``answer`` is right, and so is every option in ``accepted`` (a tie the
+    page names: every stage that ran out of memory at the same seq)."""
     options = [str(o) for o in options]
-    if str(answer) not in options:
-        raise ValueError(f"the answer {answer!r} is not one of the options {options}")
+    accepted = list(dict.fromkeys([str(answer), *(str(a) for a in accepted or ())]))
+    for a in accepted:
+        if a not in options:
+            raise ValueError(f"the answer {a!r} is not one of the options {options}")
     key = _base(qid, "choice", question, explained_by, source)
-    key.update(options=options, answer=str(answer), answerText=answer_text or str(answer))
+    key.update(options=options, answer=str(answer), accepted=accepted, answerText=answer_text or str(answer))
     return key
 
 
@@ -269,11 +378,12 @@ def _slug(text: str) -> str:
 def _input_html(key: dict, uid: str) -> str:
     if key["type"] == "kernels":
         kinds = ", ".join(f"<code>{k}</code>" for k in key["kinds"])
+        others = ", ".join(f"<code>{w}</code>" for w in key["words"] if w not in key["kinds"])
         return (f'<label class="apq-label" for="{uid}-input">GPU events in launch order, one kind each, '
                 f'separated by commas</label>'
                 f'<input type="text" class="apq-input" id="{uid}-input" autocomplete="off" spellcheck="false" '
                 f'aria-describedby="{uid}-hint {uid}-message" placeholder="e.g. kind, kind, kind">'
-                f'<p class="apq-hint" id="{uid}-hint">Kinds: {kinds}.</p>')
+                f'<p class="apq-hint" id="{uid}-hint">Kinds: {kinds}. Or the library or family: {others}.</p>')
     if key["type"] == "number":
         unit = f" ({html.escape(key['unit'].strip())})" if key["unit"].strip() else ""
         return (f'<label class="apq-label" for="{uid}-input">Your number{unit}</label>'

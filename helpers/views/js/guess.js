@@ -16,9 +16,10 @@
 
   function makeApi() {
     const WHITESPACE = " \t\n\r\f\v\u00a0";
-    const UNIT_CHARACTERS = WHITESPACE + "×xX%µusμ";
     const SEPARATORS = /[,;\n]+|->|→/;
-    const NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+    const NUMBER = /^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
+    // a number and the unit after it (the units themselves come with each key, from Python)
+    const NUMBER_AND_UNIT = new RegExp("^(.*?)([^0-9.,+\\-" + WHITESPACE + "][^0-9]*)?$", "s");
 
     function trim(text, characters) {
       characters = characters === undefined ? WHITESPACE : characters;
@@ -31,21 +32,28 @@
     function normaliseKind(token) {
       return trim(token).toLowerCase().replace(new RegExp("[" + WHITESPACE + "]+", "g"), " ");
     }
+    function has(table, name) { return Object.prototype.hasOwnProperty.call(table, name); }
     function parseKernels(text, aliases) {
       const out = [];
       for (const raw of text.split(SEPARATORS)) {
         const word = trim(raw);
         if (!word) continue;
         const norm = normaliseKind(word);
-        const kind = Object.prototype.hasOwnProperty.call(aliases, norm) ? aliases[norm]
-          : norm.split(" ").join("_").split("-").join("_");
+        const kind = has(aliases, norm) ? aliases[norm] : norm.split(" ").join("_").split("-").join("_");
         out.push([word, kind]);
       }
       return out;
     }
-    function parseNumber(text) {
-      const body = trim(text, UNIT_CHARACTERS).split(",").join("");
-      return NUMBER.test(body) ? Number(body) : null;
+    function parseNumberAndUnit(text) {
+      const m = NUMBER_AND_UNIT.exec(trim(text));
+      const body = trim(m[1]).split(",").join(""), unit = normaliseKind(m[2] || "");
+      return NUMBER.test(body) ? [Number(body), unit] : null;
+    }
+    function parseNumber(text, units) {
+      units = units === undefined ? { "": 1 } : units;
+      const found = parseNumberAndUnit(text);
+      if (found === null) return null;
+      return has(units, found[1]) ? found[0] * units[found[1]] : null;
     }
     function align(guessed, trace) {
       const n = guessed.length, m = trace.length;
@@ -53,14 +61,14 @@
       for (let i = 0; i <= n; i++) table.push(new Array(m + 1).fill(0));
       for (let i = n - 1; i >= 0; i--) {
         for (let j = m - 1; j >= 0; j--) {
-          table[i][j] = guessed[i] === trace[j] ? table[i + 1][j + 1] + 1
+          table[i][j] = trace[j].includes(guessed[i]) ? table[i + 1][j + 1] + 1
             : Math.max(table[i + 1][j], table[i][j + 1]);
         }
       }
       const pairs = [];
       let i = 0, j = 0;
       while (i < n && j < m) {
-        if (guessed[i] === trace[j]) { pairs.push([i, j]); i++; j++; }
+        if (trace[j].includes(guessed[i])) { pairs.push([i, j]); i++; j++; }
         else if (table[i + 1][j] >= table[i][j + 1]) { pairs.push([i, null]); i++; }
         else { pairs.push([null, j]); j++; }
       }
@@ -78,14 +86,14 @@
       if (kind === "kernels") {
         const tokens = parseKernels(text, key.aliases);
         if (!tokens.length) return invalid(messages.empty);  // separators only
-        const unknown = tokens.filter(([, k]) => !key.kinds.includes(k)).map(([w]) => w);
+        const unknown = tokens.filter(([, k]) => !key.words.includes(k)).map(([w]) => w);
         if (unknown.length) {
           return invalid(fill(fill(messages.unknown_kind, "unknown", unknown.map((w) => '"' + w + '"').join(", ")),
-                              "kinds", key.kinds.join(", ")));
+                              "kinds", key.words.join(", ")));
         }
         const trace = key.answer;
         const items = [];
-        for (const [gi, ti] of align(tokens.map(([, k]) => k), trace.map((t) => t.kind))) {
+        for (const [gi, ti] of align(tokens.map(([, k]) => k), trace.map((t) => t.words))) {
           if (gi !== null && ti !== null) {
             items.push({ status: "matched", guess: tokens[gi][0], trace: trace[ti].label, href: trace[ti].href });
           } else if (gi !== null) {
@@ -98,8 +106,13 @@
         return { valid: true, verdict: right ? "right" : "wrong", items };
       }
       if (kind === "number") {
-        const value = parseNumber(text);
-        if (value === null || !Number.isFinite(value)) return invalid(fill(messages.not_a_number, "text", trim(text)));
+        const found = parseNumberAndUnit(text);
+        if (found === null || !Number.isFinite(found[0])) return invalid(fill(messages.not_a_number, "text", trim(text)));
+        if (!has(key.units, found[1])) {
+          const unit = trim(key.unit);
+          return invalid(fill(fill(messages[unit ? "wrong_unit" : "not_a_number"], "text", trim(text)), "unit", unit));
+        }
+        const value = found[0] * key.units[found[1]];
         const answer = key.answer, tolerance = key.tolerance;
         const right = tolerance ? Math.abs(value - answer) <= tolerance * Math.abs(answer) : value === answer;
         return { valid: true, verdict: right ? "right" : "wrong",
@@ -111,7 +124,7 @@
         if (!key.options.includes(given)) {
           return invalid(fill(fill(messages.not_an_option, "text", given), "options", key.options.join(", ")));
         }
-        const right = given === key.answer;
+        const right = key.accepted.includes(given);
         return { valid: true, verdict: right ? "right" : "wrong",
                  items: [{ status: right ? "matched" : "differs", guess: given, trace: key.answerText,
                            href: key.explainedBy.href }] };
@@ -135,7 +148,7 @@
     function clear(storageKey) {
       try { global.localStorage.removeItem(storageKey); return true; } catch (e) { return false; }
     }
-    return { judge, parseNumber, parseKernels, trim, load, save, clear, mounted: [] };
+    return { judge, parseNumber, parseNumberAndUnit, parseKernels, trim, load, save, clear, mounted: [] };
   }
 
   // --- one question -----------------------------------------------------------------------------
@@ -147,8 +160,6 @@
     for (const child of children || []) node.append(child);
     return node;
   }
-  const STATUS_TEXT = { matched: "matches", missing: "missing from your guess", extra: "not in the trace",
-                        differs: "differs", revealed: "" };
 
   function chapterTitle() {
     const h1 = document.querySelector("main h1, article h1, h1");
@@ -191,7 +202,7 @@
       const why = item.status === "matched" || !item.href || item.href === "#" ? ""
         : link(item.href, item.status === "extra" ? "see " + key.explainedBy.label
           : item.status === "revealed" && key.type === "kernels" ? "its row" : "see why");
-      const status = el("span", { class: "apq-status", text: STATUS_TEXT[item.status] });
+      const status = el("span", { class: "apq-status", text: key.statuses[item.status] });
       body.append(el("tr", { class: "apq-" + item.status }, [
         el("td", { "data-label": "you said", class: "apq-guess", text: item.guess || "—" }),
         el("td", { "data-label": key.source, class: "apq-trace", text: item.trace || "—" }),
