@@ -23,7 +23,43 @@ pytestmark = pytest.mark.browser
 
 BASE = "http://book.test"
 PATH = "/notebooks/questions.html"
-STAGES = ["naive", "inplace", "sdpa_math", "sdpa_flash", "naive_compiled"]
+STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "naive_compiled", "flex"]
+
+# The book's own words for the kernels of a stage's forward, as its prose names them, each with the
+# verdict the book's reading implies: typed here from the chapters' text ("the fused kernel",
+# "FlashAttention-2's forward", "a kernel that cuDNN generates", "xformers' CUTLASS kernel",
+# "attention code written in Triton"), never read from guess.WORDS
+BOOK_PHRASES = {
+    "naive_compiled": {"right": ["memset, gemm, fused, gemm", "memset, matmul, fused kernel, matmul", "memset, cuBLAS, Triton, cuBLAS",
+                                 "memset, nvjet, triton kernel, nvjet", "memset → gemm → fusion → gemm",
+                                 "memset, gemm, Inductor, gemm"],
+                       "wrong": ["memset, gemm, softmax, gemm", "memset, gemm, attention, gemm", "memset, gemm, flash, gemm"]},
+    "sdpa_flash": {"right": ["fused", "flash", "FlashAttention-2", "FlashAttention", "flash attention", "attention",
+                             "Fused", "SDPA"],
+                   "wrong": ["triton", "cudnn", "memset, fused", "fused, fused", "gemm, softmax, gemm"]},
+    "sdpa_cudnn": {"right": ["memset, cuDNN", "memset, fused", "memset, attention"],
+                   "wrong": ["cuDNN", "memset, triton", "memset, CUTLASS"]},
+    "sdpa_efficient": {"right": ["CUTLASS", "fused", "xformers", "memory-efficient", "fmha"],
+                       "wrong": ["flash", "triton", "cuDNN"]},
+    "flex": {"right": ["triton", "Triton", "fused", "attention", "FlexAttention", "flex attention"],
+             "wrong": ["flash", "cuDNN", "CUTLASS", "gemm, softmax, gemm"]},
+}
+
+# the units a reader types, each with its size in the key's unit: typed here (both µ: U+00B5 and
+# U+03BC), never read from guess.UNITS
+READER_UNITS = {
+    " GiB": [("GiB", 1), (" gib", 1), ("MiB", 2 ** -10), (" KiB", 2 ** -20), ("GB", 1e9 / 2 ** 30),
+             (" MB", 1e6 / 2 ** 30), (" bytes", 2 ** -30)],
+    " µs": [("\u00b5s", 1), (" \u00b5s", 1), ("\u03bcs", 1), (" \u03bcs", 1), ("us", 1), (" ms", 1e3),
+            ("ns", 1e-3), (" s", 1e6)],
+    " warps": [(" warps", 1), ("warps", 1), (" warp", 1), (" Warps", 1)],
+    " kernels": [(" kernels", 1), (" kernel", 1)],
+    "%": [("%", 1), (" %", 1), (" percent", 1)],
+    "×": [("×", 1), (" ×", 1), ("x", 1), (" X", 1), (" times", 1)],
+    " stages": [(" stages", 1)],
+    " events": [(" events", 1), (" GPU events", 1)],
+}
+FOREIGN_UNITS = [" warps", " GiB", " µs", " kernels", "%", " furlongs", " stages"]
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +76,17 @@ def keys(profiles) -> list[dict]:
             guess.number_key("n-exact", "How many events?", len(profiles["naive"].kernels())),
             guess.number_key("n-neg", "A negative number?", -12.5, tolerance=0.1),
             guess.choice_key("c", "Which?", ["left", "right", "nowhere: it stays"], "right")]
+    # a number in each unit the book's fields show, and a choice whose page names a tie
+    naive_events = len(profiles["naive"].kernels())
+    out += [guess.number_key("u-gib", "How many GiB?", 4.06, tolerance=0.25, unit=" GiB", decimals=2),
+            guess.number_key("u-warps", "How many warps?", 8, unit=" warps"),
+            guess.number_key("u-kernels", "How many kernels?", naive_events, unit=" kernels"),
+            guess.number_key("u-pct", "What share?", 41.3, tolerance=0.2, unit="%"),
+            guess.number_key("u-times", "How many times?", 37.5, tolerance=0.25, unit="×"),
+            guess.number_key("u-stages", "How many stages?", 3, unit=" stages"),
+            guess.number_key("u-events", "How many events?", naive_events, tolerance=0.1, unit=" events"),
+            guess.choice_key("c-tie", "Which runs out first?", STAGES[:5], "sdpa_math",
+                             accepted=["naive", "inplace", "sdpa_math"])]
     return out
 
 
@@ -92,7 +139,8 @@ def open_page(browser):
 
 def kernel_inputs(key: dict, rng: random.Random) -> list[str]:
     kinds = [a["kind"] for a in key["answer"]]
-    vocabulary = list(key["kinds"]) + list(key["aliases"])
+    vocabulary = list(key["kinds"]) + list(key["aliases"]) + [w for p in BOOK_PHRASES.values() for v in p.values()
+                                                              for t in v for w in t.split(", ")]
     out = [", ".join(kinds), " , ".join(kinds) + " ,", "\n".join(kinds), " -> ".join(kinds), "→".join(kinds),
            ";".join(k.upper() for k in kinds), ", ".join(k.replace("_", " ") for k in kinds),
            ", ".join(reversed(kinds)), ", ".join(kinds[1:]), ", ".join(kinds + ["gemm"]),
@@ -102,6 +150,11 @@ def kernel_inputs(key: dict, rng: random.Random) -> list[str]:
     for _ in range(40):  # random lists over the vocabulary, of the answer's length and around it
         n = max(0, len(kinds) + rng.randint(-2, 2))
         out.append(", ".join(rng.choice(vocabulary + kinds * 3) for _ in range(n)))
+    for _ in range(20):  # each kernel named by one of the words it answers to, in any case
+        out.append(", ".join(rng.choice(a["words"] + [a["kind"]]).upper() if rng.random() < 0.2 else
+                             rng.choice(a["words"] + [a["kind"]]) for a in key["answer"]))
+    for phrases in BOOK_PHRASES.values():
+        out += phrases["right"] + phrases["wrong"]
     return out
 
 
@@ -111,7 +164,15 @@ def number_inputs(key: dict) -> list[str]:
               a + 1, a - 1, round(a), round(a, 1)]
     out = [repr(v) for v in values] + [f"{v:.2f}" for v in values]
     out += [f"{a:,.1f}", f"{a}×", f"{a} x", f"{a}%", f" {a} µs ", f"{a}us", "1e3", "1e400", ".5", "5.",
-            "+3", "--3", "3.4.5", "abc", "", " ", "12 warps", "twelve", "NaN", "Infinity", "0x10", "1_000"]
+            "+3", "--3", "3.4.5", "abc", "", " ", "12 warps", "twelve", "NaN", "Infinity", "0x10", "1_000",
+            "\u0663", "\uff11\uff12", "12\u00a0GiB", "1e3 ms", "-4 GiB", "4 GiB 2", "GiB 4", "4 Gib", "4 gIB",
+            "\u039cS", "4,096.5 MiB", "4 µ s", "1e400 GiB", "1e308 TB", "4 \u00b5", "4\nGiB", "4e", "4 e3"]
+    # the answer in every unit a reader may type, on both sides of the tolerance, and in units of
+    # other fields
+    for spelling, factor in READER_UNITS.get(key["unit"], []):
+        for v in (a, a * (1 + t), a * (1 - t) * 0.999, a * (1 + t) * 1.001, a * 2):
+            out += [f"{v / factor!r}{spelling}", f"{v / factor:.3f}{spelling}"]
+    out += [f"{a!r}{u}" for u in FOREIGN_UNITS]
     return out
 
 
@@ -137,11 +198,23 @@ def test_the_javascript_judge_agrees_with_python_on_a_sweep(open_page, keys):
     want = [guess.judge(k, t) for k, t in cases]
     mismatched = [(k["id"], t, g, w) for (k, t), g, w in zip(cases, got, want) if g != w]
     assert not mismatched, mismatched[:5]
-    assert len(cases) > 400
+    assert len(cases) > 1500
+    # and the browser reads the book's words and units as the book does, whatever Python says
+    js = {(k["id"], t): g.get("verdict") for (k, t), g in zip(cases, got)}
+    for stage, phrases in BOOK_PHRASES.items():
+        for verdict in ("right", "wrong"):
+            for t in phrases[verdict]:
+                assert js[(f"{stage}-kernels", t)] == verdict, (stage, t)
+    for key in keys:
+        for spelling, factor in READER_UNITS.get(key.get("unit"), []):
+            assert js[(key["id"], f"{key['answer'] / factor!r}{spelling}")] == "right", (key["id"], spelling)
+            assert js[(key["id"], f"{key['answer'] * 2 / factor!r}{spelling}")] == "wrong", (key["id"], spelling)
+    assert [js[("c-tie", o)] for o in STAGES[:5]] == ["right", "right", "right", "wrong", "wrong"]
     # the sweep reaches every outcome: right, wrong, each kind of bad input
     outcomes = {w.get("verdict") or w["message"].split(" ")[0] for w in want}
     assert {"right", "wrong", "Type", "Not", "Pick"} <= outcomes, outcomes
     assert any(not w["valid"] and "is not a number" in w["message"] for w in want)
+    assert any(not w["valid"] and "is not in GiB" in w["message"] for w in want)
     assert any(not w["valid"] and "is not one of the options" in w["message"] for w in want)
     statuses = {i["status"] for w in want if w["valid"] for i in w["items"]}
     assert statuses == {"matched", "missing", "extra", "differs"}
@@ -207,6 +280,13 @@ def test_a_reader_guesses_and_the_key_decides(open_page, keys, viewport):
             shown = result.inner_text()
             assert all(w in shown for w in words), (words, shown)
             assert key["answerText"] in shown
+            # each row says its status in Python's words (guess.STATUSES), whatever the script holds
+            rows = result.locator(".apq-items tbody tr")
+            statuses = [i["status"] for i in guess.judge(key, text)["items"]]
+            assert rows.count() == len(statuses)
+            for i, status in enumerate(statuses):
+                assert rows.nth(i).get_attribute("class") == f"apq-{status}"
+                assert rows.nth(i).locator(".apq-status").inner_text() == guess.STATUSES[status], (key["id"], status)
         # bad input: a message, never a verdict
         if key["type"] != "choice":
             root.locator("input.apq-input").fill("")
