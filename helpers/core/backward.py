@@ -8,11 +8,15 @@ files are read by helpers/sources/training_modes.py):
   `autograd::engine::evaluate_function: <node>` op holds the launch, on autograd's thread);
 - `ladder(memory)`, `max_seq(memory)`, `growth(table)`, `fit(table)`: the peak-memory sweep, the
   largest seq per stage, the growth per doubling of seq, and the quadratic + linear model;
+- `read_snapshot(data)`: PyTorch's memory snapshot read from its pickle WITHOUT running code: only
+  the data a snapshot holds (dicts, lists, tuples, strings, numbers, booleans, None) is admitted,
+  and a pickle that names any class or function (how a pickle runs code) is refused;
 - `snapshot_timeline(data, marks)`: allocated bytes over one step from PyTorch's memory snapshot;
 - `split_ncu(table, stages)`: Nsight Compute's table of every stage's backward, split per stage.
 """
 from __future__ import annotations
 
+import io
 import pickle
 import re
 
@@ -192,12 +196,60 @@ def limit_seq(memory: dict) -> pd.DataFrame:
 
 # --- the memory snapshot ------------------------------------------------------------------------
 
+# what `torch.cuda.memory._snapshot()` holds: plain data, which pickle writes with its own opcodes
+# (no class, no function: a pickle runs code only through the classes and functions it names)
+SNAPSHOT_TYPES = (dict, list, tuple, str, bytes, int, float, bool, type(None))
+
+
+class _Refused(Exception):
+    pass
+
+
+class _SnapshotUnpickler(pickle.Unpickler):
+    """An unpickler that admits no class and no function: `find_class` (every GLOBAL, STACK_GLOBAL
+    and extension code goes through it) and persistent ids refuse, so nothing in the file runs."""
+
+    def find_class(self, module, name):
+        raise _Refused(f"it names {module}.{name}")
+
+    def persistent_load(self, pid):
+        raise _Refused("it names a persistent object")
+
+
+def read_snapshot(data: bytes, where: str = "The memory snapshot") -> dict:
+    """PyTorch's memory snapshot (`_dump_snapshot`'s pickle) as plain data, read without running
+    any code from it: a pickle that names a class or a function (a snapshot never does; a hostile
+    one must, to run code) is refused with a TraceError, as is anything but a dict of plain data."""
+    try:
+        snap = _SnapshotUnpickler(io.BytesIO(data)).load()
+    except _Refused as err:
+        raise TraceError(f"{where} was refused: {err}, and a memory snapshot holds only plain data (dicts, lists, "
+                         f"strings, numbers), so reading it would run code from the recording. Nothing of it was "
+                         f"run. Use a snapshot you recorded (`{RECORD_COMMAND}`), or restore the replay set's.") from None
+    except Exception as err:  # truncated, not a pickle at all
+        raise TraceError(f"{where} is not a readable memory snapshot ({type(err).__name__}: {err}). "
+                         f"Record it again with `{RECORD_COMMAND}`.") from None
+    stack = [snap]
+    while stack:
+        x = stack.pop()
+        if type(x) not in SNAPSHOT_TYPES:
+            raise TraceError(f"{where} holds a {type(x).__name__}, which no memory snapshot holds. "
+                             f"Record it again with `{RECORD_COMMAND}`.")
+        if isinstance(x, dict):
+            stack += [*x.keys(), *x.values()]
+        elif isinstance(x, (list, tuple)):
+            stack += x
+    if not isinstance(snap, dict):
+        raise TraceError(f"{where} is a {type(snap).__name__}, not a memory snapshot (a dict). "
+                         f"Record it again with `{RECORD_COMMAND}`.")
+    return snap
+
 def snapshot_timeline(data: bytes, marks: dict | None = None) -> pd.DataFrame:
     """Allocated bytes after each allocator event of one step, from `_dump_snapshot`'s pickle:
     `alloc` adds a block, `free_completed` removes it (what memory_viz's "Active Memory Timeline"
     draws). The start is what was allocated before the history began (the inputs), worked out
     from the blocks still allocated at the end. `phase` from the recorded marks."""
-    snap = pickle.loads(data)
+    snap = read_snapshot(data)
     traces = [t for t in snap.get("device_traces", []) if t]
     if not traces:
         raise TraceError("The memory snapshot holds no allocator events.")

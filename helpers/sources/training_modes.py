@@ -52,8 +52,13 @@ def snapshot_path(stage: str, gpu: str | None = None) -> Path:
 
 
 def load_snapshot(stage: str, gpu: str | None = None) -> bytes:
-    """The snapshot's pickle as `_dump_snapshot` wrote it (the recording keeps it gzipped)."""
-    return gzip.decompress(snapshot_path(stage, gpu).read_bytes())
+    """The snapshot's pickle as `_dump_snapshot` wrote it (the recording keeps it gzipped), checked
+    to be plain data (`backward.read_snapshot`: a snapshot that would run code is refused here,
+    before the book reads it or offers it for download)."""
+    path = snapshot_path(stage, gpu)
+    data = gzip.decompress(path.read_bytes())
+    bw.read_snapshot(data, where=f"The memory snapshot {path}")
+    return data
 
 
 def ncu_backward(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
