@@ -70,3 +70,18 @@ def test_a_tie_the_page_names_accepts_every_tied_answer():
     assert [guess.judge(key, o)["verdict"] for o in options] == ["right", "right", "right", "wrong"]
     with pytest.raises(ValueError):
         guess.choice_key("t", "Which first?", options, "naive", accepted=["nowhere"])
+
+
+def test_the_browsers_judge_has_no_table_of_its_own():
+    # the words, units and status words reach js/guess.js in each key, from the one table in
+    # Python: a second copy typed into the script would drift from it unseen
+    script = (guess.HERE / guess.SCRIPT).read_text()
+    literals = set(__import__("re").findall(r'"([^"\\]*)"|\'([^\'\\]*)\'', script))
+    literals = {a or b for a, b in literals}
+    spellings = ({*guess.WORDS, *guess.ALIASES} | {u for units in guess.UNITS.values() for u in units}
+                 | {s for s in guess.STATUSES.values() if s})
+    typed = sorted(w for w in spellings if w in literals and len(w) > 1
+             and w not in ("kernels",))  # the question type, not a unit
+    assert not typed, f"js/guess.js types its own: {typed}"
+    for character in ("µ", "μ", "×"):
+        assert character not in script, character
