@@ -348,7 +348,8 @@ def glue_training(profiles: Mapping[str, Profile], memory: dict) -> dict:
         values[f"tr_{stage}_growth"] = round(float(r["ratio"]), 2)
     for r in bw.max_seq(memory).itertuples():
         values[f"tr_{r.stage}_max_seq"] = f"{int(r.max_seq):,}" if r.max_seq == r.max_seq and r.max_seq else "none"
-    values |= {f"tr_{k}": v for k, v in answers(profiles, memory).items()}
+    # glued as the prose reads them (the tie's list is the guess's, the prose has it as one string)
+    values |= {f"tr_{k}": v for k, v in answers(profiles, memory).items() if not isinstance(v, list)}
     # the backward's kernels by library, for the prose on flash and cuDNN
     for stage in ("sdpa_flash", "sdpa_cudnn", "naive"):
         if stage in profiles:
