@@ -154,3 +154,22 @@ def nested(fwd: Forward) -> list[dict]:
         children = [c for c in out if o["_id"] in c["_encl"] and c["depth"] == o["depth"] + 1]
         o["self"] = o["dur"] - sum(c["dur"] for c in children)
     return out
+
+
+BYTE_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
+              "KB": 1e3, "MB": 1e6, "GB": 1e9}
+
+
+def ncu_table(path: Path) -> tuple[list[dict], dict]:
+    """ncu's raw CSV page: (rows, units); a row's values as text, the units row kept apart."""
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    header, units = rows[0], dict(zip(rows[0], rows[1]))
+    body = [dict(zip(header, r)) for r in rows[2:] if r and r[0].strip().isdigit()]
+    return body, units
+
+
+def ncu_number(row: dict, units: dict, metric: str) -> float:
+    """One metric of one row in base units (bytes for a byte metric)."""
+    value = float(row[metric].replace(",", ""))
+    return value * BYTE_UNITS.get(units.get(metric, ""), 1)
