@@ -173,3 +173,36 @@ def ncu_number(row: dict, units: dict, metric: str) -> float:
     """One metric of one row in base units (bytes for a byte metric)."""
     value = float(row[metric].replace(",", ""))
     return value * BYTE_UNITS.get(units.get(metric, ""), 1)
+
+
+TIME_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6}
+
+
+def ncu_us(row: dict, units: dict, metric: str = "gpu__time_duration.sum") -> float:
+    """A time metric of one row, in µs, whatever unit ncu printed it in."""
+    return float(row[metric].replace(",", "")) * TIME_TO_US[units[metric]]
+
+
+# --- occupancy, written out from CUDA's occupancy rules (the CUDA Occupancy Calculator's sheet) --
+# Hopper (sm 9.0) per SM: 65,536 registers in 4 sub-partitions, registers given per warp in units
+# of 256, 64 warp slots, 32 block slots, 233,472 B (228 KiB) of shared memory, each block given
+# its shared memory plus 1 KiB the driver reserves, rounded up to 128 B.
+SM90 = dict(regs=65536, subs=4, unit=256, warps=64, blocks=32, smem=233472, reserve=1024, smem_unit=128)
+
+
+def occupancy(threads: int, registers: int, smem: int, spec: dict = SM90) -> dict:
+    ceil = lambda a, b: -(-a // b)  # noqa: E731
+    wpb = ceil(threads, 32)
+    per_warp = ceil(registers * 32, spec["unit"]) * spec["unit"]
+    per_sub = (spec["regs"] // spec["subs"]) // per_warp if per_warp else spec["warps"] // spec["subs"]
+    by_regs = (per_sub * spec["subs"]) // wpb
+    by_warps = spec["warps"] // wpb
+    given = ceil(smem + spec["reserve"], spec["smem_unit"]) * spec["smem_unit"]
+    by_smem = spec["smem"] // given
+    limits = {"warp slots": by_warps, "registers": by_regs, "shared memory": by_smem, "block slots": spec["blocks"]}
+    blocks = min(limits.values())
+    return {"warps_per_block": wpb, "regs_per_warp": per_warp, "warps_per_sub": per_sub,
+            "warps_by_regs": per_sub * spec["subs"], "blocks_by_regs": by_regs, "blocks_by_warps": by_warps,
+            "smem_given": given, "blocks_by_smem": by_smem, "active_blocks": blocks,
+            "active_warps": blocks * wpb, "pct": 100 * blocks * wpb / spec["warps"],
+            "limiters": [k for k, v in limits.items() if v == blocks]}
