@@ -67,7 +67,7 @@ class Forward:
     """One profiler step of a stage trace, read raw: `gpu` (its GPU events in start order, each a
     dict with the raw event's fields plus `call`, `op`, `top_op`), `root` (attn_fwd), `ops`."""
 
-    def __init__(self, evs: list[dict], step: int | None = None):
+    def __init__(self, evs: list[dict], step: int | None = None, annotation: str = "attn_fwd"):
         all_steps = steps(evs)
         n, lo, hi = all_steps[-1] if step is None else next(s for s in all_steps if s[0] == step)
         self.step, self.lo, self.hi = n, lo, hi
@@ -88,13 +88,15 @@ class Forward:
             self.gpu.append(e | {"kind_cat": GPU_CATS[e["cat"]], "call": call,
                                  "op": holders[-1]["name"] if holders else None,
                                  "top_op": holders[0]["name"] if holders else None})
-        roots = [e for e in complete if e.get("cat") == "user_annotation" and e.get("name") == "attn_fwd"
+        roots = [e for e in complete if e.get("cat") == "user_annotation" and e.get("name") == annotation
                  and lo <= e["ts"] <= hi]
         self.root = roots[0] if roots else None
-        self.ops = [] if self.root is None else [
+        # inside the annotation: on its own thread (`ops`), and on every thread (`ops_all`: a
+        # training step's backward runs on autograd's thread)
+        self.ops_all = [] if self.root is None else [
             e for e in complete if e.get("cat") in ("cpu_op", "user_annotation") and e is not self.root
-            and e["tid"] == self.root["tid"] and e["ts"] >= self.root["ts"]
-            and e["ts"] + e["dur"] <= self.root["ts"] + self.root["dur"] + 1e-3]
+            and e["ts"] >= self.root["ts"] and e["ts"] + e["dur"] <= self.root["ts"] + self.root["dur"] + 1e-3]
+        self.ops = [e for e in self.ops_all if e["tid"] == self.root["tid"]]
 
     def count(self, kind: str | None = None) -> int:
         return sum(1 for e in self.gpu if kind is None or e["kind_cat"] == kind)
@@ -111,7 +113,28 @@ class Forward:
 
     @property
     def aten_ops(self) -> int:
-        return sum(1 for e in self.ops if e["name"].startswith("aten::"))
+        return sum(1 for e in self.ops_all if e["name"].startswith("aten::"))
+
+    def idle_split(self) -> tuple[float, float, float, float]:
+        """(span, busy, waiting for the host, waiting on other GPU work), µs: GPU events in start
+        order; a gap before an event whose launch call started after the gap opened waited for
+        the host, any other gap waited on other GPU work."""
+        ivs = sorted(((e["ts"], e["ts"] + e["dur"], e["call"]["ts"]) for e in self.gpu), key=lambda x: (x[0], x[2]))
+        busy = host = other = 0.0
+        start, end = ivs[0][0], ivs[0][1]
+        for a, b, launched in ivs[1:]:
+            if a > end:
+                busy += end - start
+                if launched > end:
+                    host += a - end
+                else:
+                    other += a - end
+                start, end = a, b
+            else:
+                end = max(end, b)
+        busy += end - start
+        span = max(i[1] for i in ivs) - min(i[0] for i in ivs)
+        return span, busy, host, other
 
     @property
     def busy_us(self) -> float:
@@ -129,8 +152,8 @@ class Forward:
 
 
 @lru_cache(maxsize=None)
-def forward(path: Path, step: int | None = None) -> Forward:
-    return Forward(events(path), step)
+def forward(path: Path, step: int | None = None, annotation: str = "attn_fwd") -> Forward:
+    return Forward(events(path), step, annotation)
 
 
 def ncu_rows(path: Path) -> list[dict]:
