@@ -195,7 +195,10 @@ def ncu_table(path: Path) -> tuple[list[dict], dict]:
 def ncu_number(row: dict, units: dict, metric: str) -> float:
     """One metric of one row in base units (bytes for a byte metric)."""
     value = float(row[metric].replace(",", ""))
-    return value * BYTE_UNITS.get(units.get(metric, ""), 1)
+    unit = units.get(metric, "").split("/")[0]  # "Kbyte/block" is Kbyte a block
+    if "byte" in unit or unit in BYTE_UNITS:
+        return value * BYTE_UNITS[unit]
+    return value
 
 
 TIME_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6}
