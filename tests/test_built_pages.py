@@ -141,6 +141,33 @@ def test_a_glued_figure_is_the_figure_its_tables_show(name):
         assert checked, f"{name}: no glued figure met a table (is the page's glue read?)"
 
 
+# a stage's glued figure of one forward (prose.glue_summary), and the same figure read from the raw
+# trace events: the test above holds prose and tables to each other, this one holds both to the
+# recording (a bug in summary() would move prose and tables together and pass the test above)
+RAW_FIGURES = {"gpu_events": lambda f, p: f.count(), "kernels": lambda f, p: f.count("kernel"),
+               "memcpys": lambda f, p: f.count("memcpy"), "memsets": lambda f, p: f.count("memset"),
+               "aten_ops": lambda f, p: f.aten_ops, "gpu_us": lambda f, p: f.gpu_us,
+               "cpu_us": lambda f, p: f.cpu_us, "do_bench_us": lambda f, p: p["do_bench_us"]}
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_glued_stage_figure_is_the_raw_forward(name):
+    from independent import raw
+    stages = sorted((p.name.split("__")[0] for p in raw.TRACES.glob(f"*__{raw.DEFAULT}.json.gz")), key=len, reverse=True)
+    glue, checked = glued(name), 0
+    for key, shown in glue.items():
+        stage = next((s for s in stages if key.startswith(f"{s}_") and key[len(s) + 1:] in RAW_FIGURES), None)
+        if stage is None or number(shown) is None:
+            continue
+        path = raw.stage_path(stage)
+        want = RAW_FIGURES[key[len(stage) + 1:]](raw.forward(path), raw.provenance(path))
+        assert abs(number(shown) - want) <= 0.051, f"{name}: {key} reads {shown}, the trace gives {want:.3f}"
+        checked += 1
+    if name in ("01_naive", "02_inplace", "03_sdpa_math", "04_sdpa_efficient", "05_sdpa_flash", "06_sdpa_cudnn",
+                "06b_naive_compiled", "06c_flex", "08_at_a_glance"):
+        assert checked >= 3, f"{name}: only {checked} glued stage figures found"
+
+
 EXCEPTION = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b(?=:| \()|"
                        r"==ERROR==|\(exit \d+\)|not on PATH|Errno \d+")
 
