@@ -203,3 +203,42 @@ def test_truth_table_against_ncu_and_the_rules(profiles):
         assert x == pytest.approx(lookup[label]["ncu achieved %"], abs=0.01)
     for label, x in zip(by["theoretical (helpers.occupancy)"].y, by["theoretical (helpers.occupancy)"].x):
         assert x == pytest.approx(lookup[label]["ncu theoretical %"], abs=0.01)
+
+
+def kineto_pct(threads, regs, smem, grid, sms=132):
+    """Kineto's estimate as it computes it: blocks per SM from the occupancy rules with shared
+    memory capped at the 48 KiB default (0 blocks above it: it leaves the opt-in out), at most the
+    grid's blocks per SM, times the block's threads over the SM's 2,048, rounded to a whole per cent."""
+    blocks = 0 if smem > 48 * 1024 else raw.occupancy(threads, regs, smem)["active_blocks"]
+    return int(0.5 + min(blocks, grid / sms) * threads / 2048 * 100)
+
+
+def test_smem_cliff_from_the_experiments_raw_events():
+    """07's shared-memory experiment: per user_annotation range, the kernels launched in it, their
+    launch call, shared memory, CUPTI's figure, Kineto's recomputed and the true occupancy."""
+    path = raw.TRACES / "experiments" / "smem_cliff.json.gz"
+    evs = raw.events(path)
+    events, provenance, _ = lessons.smem_cliff_events()
+    cliff = lessons.smem_cliff(events, provenance)
+    ranges = [e for e in evs if e.get("cat") == "user_annotation" and e.get("ph") == "X"]
+    calls = {e["args"]["correlation"]: e for e in evs if e.get("cat") in raw.CALL_CATS and e.get("ph") == "X"}
+    kernels = [e for e in evs if e.get("cat") == "kernel" and e.get("ph") == "X"]
+    names = list(dict.fromkeys(r["name"] for r in ranges))
+    assert list(cliff.index) == names
+    for name in names:
+        mine = [k for k in kernels if any(r["name"] == name and r["ts"] <= calls[k["args"]["correlation"]]["ts"] <= r["ts"] + r["dur"]
+                                          for r in ranges)]
+        a = mine[0]["args"]
+        threads, grid = a["block"][0] * a["block"][1] * a["block"][2], a["grid"][0] * a["grid"][1] * a["grid"][2]
+        row = cliff.loc[name]
+        assert row["launches"] == len(mine)
+        assert row["launched by"] == calls[mine[0]["args"]["correlation"]]["name"]
+        assert (row["shared mem (B)"], row["registers"], row["threads"], row["grid blocks"]) == \
+            (a["shared memory"], a["registers per thread"], threads, grid)
+        assert str(row["CUPTI est. %"]) == str(a["est. achieved occupancy %"])
+        assert str(row["Kineto recomputed %"]) == str(kineto_pct(threads, a["registers per thread"], a["shared memory"], grid))
+        assert row["true occupancy %"] == pytest.approx(raw.occupancy(threads, a["registers per thread"], a["shared memory"])["pct"], abs=0.051)
+    g = lessons.glue_smem_cliff(cliff)
+    at, over = cliff.loc["smem=49152"], cliff.loc["smem=49153"]
+    assert (int(g["at_smem"].replace(",", "")), int(g["over_smem"].replace(",", ""))) == (at["shared mem (B)"], over["shared mem (B)"])
+    assert (g["at_pct"], g["over_pct"]) == (str(at["CUPTI est. %"]), str(over["CUPTI est. %"]))

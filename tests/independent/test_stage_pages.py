@@ -199,6 +199,12 @@ def test_timeline_bars_sit_where_the_events_are(stage, profs):
     got = [v for pair in sorted(zip(cpu.base, cpu.x)) for v in pair]
     want = [v for pair in sorted((o["ts"] - t0, o["dur"]) for o in ops) for v in pair]
     assert got == pytest.approx(want, abs=1e-3)
+    launches = by["runtime / driver calls"]
+    calls = sorted((e for e in raw.events(raw.stage_path(stage)) if e.get("ph") == "X" and e.get("cat") in raw.CALL_CATS
+                    and f.lo <= e["ts"] <= f.hi and e["args"].get("correlation") in {g["call"]["args"]["correlation"] for g in f.gpu}),
+                   key=lambda e: e["ts"])
+    assert sorted(launches.base) == pytest.approx(sorted(e["ts"] - t0 for e in calls), abs=1e-3)
+    assert sorted(launches.x) == pytest.approx(sorted(e["dur"] for e in calls), abs=1e-3)
     links = by["launch → GPU event"]
     xs = [x for x in links.x if x is not None]
     want = []
