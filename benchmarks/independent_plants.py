@@ -67,6 +67,19 @@ PLANTS = [
      '"href": calculator_url(p["gpu"], p["registers"], p["threads"],', [T + "test_calculator_page.py"]),
     ("calculator: register allocation unit 512", "calculator", "helpers/occupancy/gpus.py",
      "    register_allocation_unit: int = 256", "    register_allocation_unit: int = 512", [T + "test_calculator_page.py"]),
+    ("03: the aten op count counts every op", "03", "helpers/core/trace.py",
+     '"aten_ops": int(is_aten[o].sum()),', '"aten_ops": int(len(o)),', [T + "test_stage_pages.py"]),
+    ("01-08: the forward shown is the first profiled step", "01-08", "helpers/core/profile.py",
+     "return self.steps[-1]", "return self.steps[0]", [T + "test_stage_pages.py"]),
+    ("04: decoded fields in reverse launch order", "04", "helpers/views/tables.py",
+     """for name in prof.gpu_events(step).query("category == 'kernel'")["name"]:""",
+     """for name in prof.gpu_events(step).query("category == 'kernel'")["name"][::-1]:""", [T + "test_hub_page.py"]),
+    ("10: a training step's top kernels by least time", "10", "helpers/views/charts.py",
+     'totals = table.groupby("name")["dur_us"].sum().sort_values(ascending=False)',
+     'totals = table.groupby("name")["dur_us"].sum().sort_values(ascending=True)', [T + "test_own_model_page.py"]),
+    ("10: the occupancy chart's top launches by least time", "10", "helpers/occupancy/charts.py",
+     'kept = first.sort_values("dur_us", ascending=False).head(top)',
+     'kept = first.sort_values("dur_us", ascending=True).head(top)', [T + "test_own_model_page.py"]),
 ]
 
 

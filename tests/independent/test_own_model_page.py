@@ -65,3 +65,57 @@ def test_glue_step(name, profiles):
     assert g["top_pct"] == pytest.approx(100 * by_name[first] / f.gpu_us, abs=0.051)
     # the verdict sentence carries the same numbers
     assert f"{busy:,.1f} µs of {span:,.1f} µs" in g["verdict"]
+
+
+def test_kernel_durations_of_a_training_step_are_the_top_kernels_by_time(profiles):
+    """Chapter 10 draws a training step's kernel durations as its 25 kernels with the most GPU
+    time over every profiled step, one bar per kernel and step: y = that kernel's summed dur in
+    that step (µs), the bars in rank order."""
+    from helpers import charts
+    name = "encoder_train_step"
+    path = raw.TRACES / "own_model" / f"{name}.json.gz"
+    steps = [n for n, _, _ in raw.steps(raw.events(path))]
+    per_step = {n: raw.forward(path, n, name).gpu for n in steps}
+    totals = {}
+    for evs in per_step.values():
+        for e in evs:
+            totals[e["name"]] = totals.get(e["name"], 0.0) + e["dur"]
+    ranked = sorted(totals, key=totals.get, reverse=True)[:25]
+    fig = charts.kernel_durations(profiles[name])
+    by = {t.name: t for t in fig.data}
+    for n in steps:
+        bars = by[f"ProfilerStep#{n}"]
+        want = {}
+        for e in per_step[n]:
+            if e["name"] in ranked:
+                want[e["name"]] = want.get(e["name"], 0.0) + e["dur"]
+        order = [k for k in ranked if k in want]
+        assert [int(x.split(".")[0]) for x in bars.x] == [ranked.index(k) + 1 for k in order]
+        assert list(bars.y) == pytest.approx([want[k] for k in order], abs=1e-3)
+
+
+def test_stage_occupancy_of_the_big_step_is_its_top_launches(profiles):
+    """Chapter 10's occupancy chart of the big training step: its 12 launch configurations with
+    the most GPU time in the last step, in launch order, each with its calls, CUPTI's estimate and
+    the occupancy CUDA's rules give."""
+    from helpers import occupancy_charts
+    name = "encoder_train_step_big"
+    f = step_of(name)
+    groups = {}
+    for e in f.gpu:
+        if e["kind_cat"] != "kernel" or "registers per thread" not in e["args"]:
+            continue
+        a = e["args"]
+        key = (e["name"], a["registers per thread"], a["block"][0] * a["block"][1] * a["block"][2], a["shared memory"])
+        g = groups.setdefault(key, {"first": e, "total": 0.0, "calls": 0})
+        g["total"] += e["dur"]
+        g["calls"] += 1
+    top = sorted(groups, key=lambda k: groups[k]["total"], reverse=True)[:12]
+    top = sorted(top, key=lambda k: groups[k]["first"]["ts"])
+    fig = occupancy_charts.stage_occupancy(profiles[name], top=12)
+    by = {t.name: t for t in fig.data}
+    labels = list(by["CUPTI est. achieved %"].x)
+    assert [int(x.split(".")[0]) for x in labels] == list(range(1, len(top) + 1))
+    assert [int(x.rsplit("×", 1)[1]) for x in labels] == [groups[k]["calls"] for k in top]
+    assert list(by["CUPTI est. achieved %"].y) == [groups[k]["first"]["args"]["est. achieved occupancy %"] for k in top]
+    assert list(by["theoretical (smem opt-in)"].y) == pytest.approx([raw.occupancy(k[2], k[1], k[3])["pct"] for k in top], abs=0.01)
