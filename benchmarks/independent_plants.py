@@ -80,6 +80,12 @@ PLANTS = [
     ("10: the occupancy chart's top launches by least time", "10", "helpers/occupancy/charts.py",
      'kept = first.sort_values("dur_us", ascending=False).head(top)',
      'kept = first.sort_values("dur_us", ascending=True).head(top)', [T + "test_own_model_page.py"]),
+    ("10: the host's wait in per cent of the busy time", "10", "helpers/core/bound.py",
+     "return 100 * self.host_wait_us / self.wall_us if self.wall_us > 0 else float(\"nan\")",
+     "return 100 * self.host_wait_us / self.busy_us if self.wall_us > 0 else float(\"nan\")", [T + "test_own_model_page.py"]),
+    ("04d: GPU and CPU time swapped in the paragraph", "04d", "helpers/chapters/hub_flash.py",
+     "f\"{h['gpu_time_us']:.1f} µs on the GPU and {h['cpu_time_us']:.1f} µs of CPU inside \"",
+     "f\"{h['cpu_time_us']:.1f} µs on the GPU and {h['gpu_time_us']:.1f} µs of CPU inside \"", [T + "test_hub_page.py"]),
 ]
 
 

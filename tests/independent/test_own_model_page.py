@@ -63,8 +63,11 @@ def test_glue_step(name, profiles):
     first = max(by_name, key=by_name.get)
     assert g["top_kind"] == kinds[first]
     assert g["top_pct"] == pytest.approx(100 * by_name[first] / f.gpu_us, abs=0.051)
-    # the verdict sentence carries the same numbers
-    assert f"{busy:,.1f} µs of {span:,.1f} µs" in g["verdict"]
+    # the verdict sentence carries the same numbers: busy of span, and the wait in µs and in per
+    # cent of the span
+    assert f"{busy:,.1f} µs of {span:,.1f} µs ({100 * busy / span:.0f}%" in g["verdict"]
+    if bound == "CPU":
+        assert f"it waits {host:,.1f} µs ({100 * host / span:.0f}%) for the host" in g["verdict"]
 
 
 def test_kernel_durations_of_a_training_step_are_the_top_kernels_by_time(profiles):
