@@ -275,3 +275,35 @@ def test_flex_gap_sweep_rows_glue_and_chart(sweep):
     assert gw["wide_cpu_us"] == pytest.approx(f.cpu_us, abs=0.051)
     assert gw["wide_guards_us"] == pytest.approx(
         sum(o["dur"] for o in f.ops if o["name"] == "TorchDynamo Cache Lookup"), abs=0.051)
+
+
+def block_grid(seq, block, sliding):
+    """[query block][key block]: 0 skipped, 1 partial, 2 full (every (q, kv) of the block kept)."""
+    q = np.arange(seq)[:, None]
+    kv = np.arange(seq)[None, :]
+    keep = q >= kv
+    if sliding:
+        keep &= (q - kv) < 256
+    n = seq // block
+    per = keep.reshape(n, block, n, block).sum(axis=(1, 3))
+    return np.where(per == 0, 0, np.where(per == block * block, 2, 1))
+
+
+def test_block_mask_chart_is_the_mask():
+    fig = flex.block_mask_chart(["flex", "flex_sliding"])
+    maps = [t for t in fig.data if t.type == "heatmap"]  # the scatters are the legend's swatches
+    assert len(maps) == 2
+    for trace, sliding in zip(maps, (False, True)):
+        assert np.array_equal(np.asarray(trace.z), block_grid(1024, 128, sliding))
+
+
+def test_timeline_of_an_own_model_step():
+    """Chapter 10's timeline of the encoder's forward: each GPU bar at its raw start since the
+    step's first op, lasting its raw dur."""
+    from helpers import charts, own_model
+    name = "encoder_forward"
+    f = raw.forward(raw.TRACES / "own_model" / f"{name}.json.gz", None, name)
+    fig = charts.timeline(own_model.profile(name))
+    gpu = next(t for t in fig.data if t.name == "GPU events")
+    assert list(gpu.base) == pytest.approx([e["ts"] - f.root["ts"] for e in f.gpu], abs=1e-3)
+    assert list(gpu.x) == pytest.approx([e["dur"] for e in f.gpu], abs=1e-3)
