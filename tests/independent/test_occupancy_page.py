@@ -242,3 +242,21 @@ def test_smem_cliff_from_the_experiments_raw_events():
     at, over = cliff.loc["smem=49152"], cliff.loc["smem=49153"]
     assert (int(g["at_smem"].replace(",", "")), int(g["over_smem"].replace(",", ""))) == (at["shared mem (B)"], over["shared mem (B)"])
     assert (g["at_pct"], g["over_pct"]) == (str(at["CUPTI est. %"]), str(over["CUPTI est. %"]))
+
+
+@pytest.mark.parametrize("stage", ["sdpa_flash", "sdpa_cudnn"])
+def test_the_sm_drawing_holds_the_resident_blocks_and_warps(stage, profiles):
+    """07's drawing of one SM (an SVG whose groups are named by what they draw): one warp slot
+    filled per resident warp, a block slot and a shared-memory share per resident block, from 64
+    warp and 32 block slots; the counts from CUDA's rules on the raw launch."""
+    import collections
+    import re as _re
+    svg = lessons.draw_kernel_sm(profiles[stage], stage).data
+    ids = collections.Counter(_re.findall(r'<g id="([^"]+)"', svg))
+    (e,) = kernels(stage)
+    o = occ(e)
+    fills = lambda what: {k: n for k, n in ids.items() if k.startswith(f"fill:{what}:")}  # noqa: E731
+    assert (ids["capacity:warps"], ids["capacity:blocks"]) == (64, 32)
+    assert sum(fills("warps").values()) == o["active_warps"]
+    assert len(fills("warps")) == len(fills("blocks")) == len(fills("shared_memory")) == o["active_blocks"]
+    assert all(n == o["warps_per_block"] for n in fills("warps").values())
