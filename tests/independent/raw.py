@@ -156,13 +156,6 @@ def forward(path: Path, step: int | None = None, annotation: str = "attn_fwd") -
     return Forward(events(path), step, annotation)
 
 
-def ncu_rows(path: Path) -> list[dict]:
-    """ncu's raw CSV page: one dict per row (the units row dropped), values as text."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    return [r for r in rows if r.get("ID", "").strip().isdigit()]
-
-
 def nested(fwd: Forward) -> list[dict]:
     """The forward's host ops (attn_fwd at depth 0), each with its `depth` (how many ops of the
     same thread enclose it) and `self` (its duration less its direct children's), µs."""

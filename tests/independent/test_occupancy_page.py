@@ -8,7 +8,7 @@ Units: `smem` bytes, `_kib` KiB (bytes / 1024); `%` per cent of the SM's 64 warp
 (2 matmuls × 2·B·H·S²·D, halved by the mask) / (µs × 1e6)."""
 import pytest
 
-from helpers import counters, guess, occupancy_lessons as lessons
+from helpers import counters, occupancy_lessons as lessons
 from helpers import occupancy_truth as truth
 
 from . import raw
