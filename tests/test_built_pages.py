@@ -141,6 +141,98 @@ def test_a_glued_figure_is_the_figure_its_tables_show(name):
         assert checked, f"{name}: no glued figure met a table (is the page's glue read?)"
 
 
+# a stage's glued figure of one forward (prose.glue_summary), and the same figure read from the raw
+# trace events: the test above holds prose and tables to each other, this one holds both to the
+# recording (a bug in summary() would move prose and tables together and pass the test above)
+RAW_FIGURES = {"gpu_events": lambda f, p: f.count(), "kernels": lambda f, p: f.count("kernel"),
+               "memcpys": lambda f, p: f.count("memcpy"), "memsets": lambda f, p: f.count("memset"),
+               "aten_ops": lambda f, p: f.aten_ops, "gpu_us": lambda f, p: f.gpu_us,
+               "cpu_us": lambda f, p: f.cpu_us, "do_bench_us": lambda f, p: p["do_bench_us"]}
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_glued_stage_figure_is_the_raw_forward(name):
+    from independent import raw
+    stages = sorted((p.name.split("__")[0] for p in raw.TRACES.glob(f"*__{raw.DEFAULT}.json.gz")), key=len, reverse=True)
+    glue, checked = glued(name), 0
+    for key, shown in glue.items():
+        stage = next((s for s in stages if key.startswith(f"{s}_") and key[len(s) + 1:] in RAW_FIGURES), None)
+        if stage is None or number(shown) is None:
+            continue
+        path = raw.stage_path(stage)
+        want = RAW_FIGURES[key[len(stage) + 1:]](raw.forward(path), raw.provenance(path))
+        assert abs(number(shown) - want) <= 0.051, f"{name}: {key} reads {shown}, the trace gives {want:.3f}"
+        checked += 1
+    if name in ("01_naive", "02_inplace", "03_sdpa_math", "04_sdpa_efficient", "05_sdpa_flash", "06_sdpa_cudnn",
+                "06b_naive_compiled", "06c_flex", "08_at_a_glance"):
+        assert checked >= 3, f"{name}: only {checked} glued stage figures found"
+
+
+def wired_glue(name: str) -> dict[str, object]:
+    """What each page's glue calls give when wired as the page means them (its own stage first,
+    the stage it is compared with second, ...), called here on the replayed Profiles. Each of
+    these calls is held to the raw recordings by tests/independent/; this test holds the page's
+    own wiring (which profile a notebook hands to which argument, which key its prose names) to
+    them: a notebook that swaps two profiles glues numbers that differ from these."""
+    from helpers import compiled, counters, flex, occupancy_lessons as lessons, occupancy_truth as truth, \
+        own_model, profile_stages, prose
+    out: dict[str, object] = {}
+    def add(prefix, values):
+        out.update({f"{prefix}{k}": v for k, v in values.items()})
+    if name == "01_naive":
+        add("naive_", prose.glue_async(profile_stages(["naive"], mode="replay")["naive"]))
+    elif name == "05_sdpa_flash":
+        p = profile_stages(["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash"], mode="replay")
+        hbm = counters.collect(["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"])
+        add("hbm_", counters.glue_hbm(counters.hbm_measured(hbm, p)))
+    elif name == "06b_naive_compiled":
+        p = profile_stages(["naive", "naive_compiled"], mode="replay")
+        add("", compiled.glue_page(p["naive_compiled"], p["naive"]))
+        add("", compiled.glue_first_call(p["naive_compiled"], p["naive"]))
+    elif name == "06c_flex":
+        p = profile_stages(["sdpa_flash", "flex", "flex_sliding"], mode="replay")
+        add("", flex.glue_page(p["flex"], p["sdpa_flash"], p["flex_sliding"]))
+        runs: dict = {}
+        sweep = flex.gap_sweep(known=p, keep=runs)
+        for stage, values in flex.glue_sweep(sweep).items():
+            add(f"{stage}_sweep_", values)
+        add("flex_", flex.glue_widest(runs[("flex", flex.widest_gap(sweep))]))
+    elif name == "07_occupancy":
+        p = lessons.load_stages()
+        add("flash_", lessons.glue_kernel("flash", p["sdpa_flash"]))
+        add("cudnn_", lessons.glue_kernel("cudnn", p["sdpa_cudnn"]))
+        add("low_", lessons.glue_low_occupancy(p))
+        add("zero_", lessons.glue_cupti_zero(lessons.cupti_zero(p), lessons.spec_of(p["sdpa_cudnn"])))
+        events, provenance, _ = lessons.smem_cliff_events()
+        add("cliff_", lessons.glue_smem_cliff(lessons.smem_cliff(events, provenance)))
+        add("truth_", truth.glue_truth(truth.occupancy_truth(counters.collect(lessons.STAGES), p)))
+    elif name == "08_at_a_glance":
+        from helpers import closing_stages
+        add("timer_", prose.glue_timer(profile_stages(closing_stages(), mode="replay")))
+    elif name == "10_your_model":
+        for experiment, prefix in (("encoder_forward", "fwd"), ("encoder_forward_slow", "slow"),
+                                   ("encoder_train_step", "train"), ("encoder_train_step_big", "big")):
+            add(f"{prefix}_", own_model.glue_step(own_model.profile(experiment), prefix))
+    return out
+
+
+@pytest.mark.parametrize("name", ["01_naive", "05_sdpa_flash", "06b_naive_compiled", "06c_flex", "07_occupancy",
+                                  "08_at_a_glance", "10_your_model"])
+def test_each_page_wires_its_glue_to_the_right_profiles(name):
+    want, checked = wired_glue(name), 0
+    for key, shown in glued(name).items():
+        if key not in want or want[key] is None:
+            continue
+        value = want[key]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            assert number(shown) is not None and abs(number(shown) - value) <= 0.051, \
+                f"{name}: {key} reads {shown!r}, wired as the page means it: {value!r}"
+        else:
+            assert shown.replace("\u2019", "'") == str(value), f"{name}: {key} reads {shown!r}, wired as the page means it: {value!r}"
+        checked += 1
+    assert checked >= 4, f"{name}: only {checked} glued values met"
+
+
 EXCEPTION = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b(?=:| \()|"
                        r"==ERROR==|\(exit \d+\)|not on PATH|Errno \d+")
 

@@ -284,6 +284,7 @@ def test_compiled_naive_runs_on_a_t4_but_not_on_a_p100(monkeypatch):
 
 # --- live, on a GPU --------------------------------------------------------------------------------
 
+# replay counterpart, run in CI: tests/independent/test_gpu_counterparts.py::test_recorded_compiled_capture_kept_the_generated_code_and_the_first_call
 @pytest.mark.gpu
 def test_live_compiled_capture_keeps_the_generated_code_and_the_first_call():
     prof = profile_stage("naive_compiled", Shape(batch=2, heads=4, seq=512), mode="live", quiet=True)
@@ -292,6 +293,7 @@ def test_live_compiled_capture_keeps_the_generated_code_and_the_first_call():
     assert prof.provenance.first_call_seconds * 1e6 > prof.summary()["gpu_time_us"]
 
 
+# replay counterpart, run in CI: tests/independent/test_gpu_counterparts.py::test_recorded_flex_built_its_mask_outside_the_forward
 @pytest.mark.gpu
 def test_live_flex_records_the_mask_set_up_outside_the_forward():
     prof = profile_stage("flex", Shape(batch=2, heads=4, seq=512), mode="live", quiet=True)

@@ -209,6 +209,7 @@ def test_units_scale_to_bytes_and_nanoseconds():
             assert base_unit == "ns" and factor == TIME[unit]
 
 
+# replay counterpart, run in CI: tests/independent/test_gpu_counterparts.py::test_recorded_ncu_reads_one_forward
 @pytest.mark.gpu
 def test_live_ncu_reads_one_forward(tmp_path):
     if ncu.unavailable_reason():

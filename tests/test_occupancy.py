@@ -372,6 +372,7 @@ def _cuda_and_cupy():
         return None
 
 
+# replay counterpart, run in CI: tests/independent/test_calculator_page.py::test_helpers_occupancy_agrees_with_the_driver_on_every_recorded_kernel
 @pytest.mark.gpu
 def test_matches_the_driver_on_real_kernels():
     cupy = _cuda_and_cupy()

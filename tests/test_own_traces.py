@@ -453,6 +453,7 @@ def test_top_kernels_and_kernels_per_op_add_up_to_the_step():
 
 # --- on the GPU ---------------------------------------------------------------------------------
 
+# replay counterpart, run in CI: tests/independent/test_gpu_counterparts.py::test_recorded_profile_code_matches_the_raw_events
 @pytest.mark.gpu
 def test_profile_code_on_the_gpu_matches_the_raw_events(tmp_path):
     from test_trace import independent_view
@@ -472,6 +473,7 @@ def test_profile_code_on_the_gpu_matches_the_raw_events(tmp_path):
     assert_same_tables(quiet_load(path), prof)
 
 
+# replay counterpart, run in CI: tests/independent/test_gpu_counterparts.py::test_a_recorded_experiment_has_the_stage_tables_and_its_threads
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["encoder_forward", "encoder_train_step"])
 def test_an_experiment_live_and_replayed_have_the_same_tables_and_threads(name):

@@ -106,6 +106,7 @@ def test_no_gpu_events_fall_back_to_cuda_event_time():
 
 # --- on the GPU: the same API, live ------------------------------------------------------------
 
+# replay counterpart, run in CI: tests/independent/test_gpu_counterparts.py::test_recorded_live_capture_and_replay_have_the_same_types_and_columns
 @pytest.mark.gpu
 def test_live_and_replay_return_the_same_types_and_columns():
     live = profile_stage("naive", mode="live")
@@ -118,6 +119,7 @@ def test_live_and_replay_return_the_same_types_and_columns():
     assert list(live.per_step.columns) == list(recorded_prof.per_step.columns)
 
 
+# replay counterpart, run in CI: tests/independent/test_gpu_counterparts.py::test_flash_refuses_fp32_on_the_recording_gpu
 @pytest.mark.gpu
 def test_live_flash_with_fp32_raises_no_available_kernel():
     stage = get_stage("sdpa_flash")
@@ -126,6 +128,7 @@ def test_live_flash_with_fp32_raises_no_available_kernel():
         stage.run(inputs)
 
 
+# replay counterpart, run in CI: tests/independent/test_gpu_counterparts.py::test_without_cupti_the_gpu_time_is_the_cuda_events
 @pytest.mark.gpu
 def test_without_cupti_the_profile_warns_and_times_with_cuda_events():
     from torch.profiler import ProfilerActivity
@@ -136,6 +139,7 @@ def test_without_cupti_the_profile_warns_and_times_with_cuda_events():
     assert prof.summary()["gpu_time_us"] == prof.provenance.cuda_event_time_us > 0
 
 
+# replay counterpart, run in CI: tests/independent/test_gpu_counterparts.py::test_recorded_tables_match_raw_events
 @pytest.mark.gpu
 @pytest.mark.parametrize("stage", ["naive", "sdpa_flash"])
 def test_live_tables_match_raw_events(stage, tmp_path):

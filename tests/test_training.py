@@ -280,6 +280,7 @@ def test_the_glued_answers_come_from_the_recordings(memory):
     assert a["first_oom"] in {r["stage"] for r in memory["ladder"] if r.get("status") == "oom" and r["seq"] == first[0]}
 
 
+# replay counterpart, run in CI: tests/independent/test_gpu_counterparts.py::test_a_recorded_training_step_has_its_forward_and_backward
 @pytest.mark.gpu
 def test_a_training_step_profiles_live():
     from helpers.sources.training_modes import profile_training

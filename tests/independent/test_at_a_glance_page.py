@@ -1,0 +1,99 @@
+"""Chapter 08: the closing table's measured columns, the timer table, its glued sentence, the
+shape explorer's tables and the sweep chart, from the raw traces and their provenance.
+
+Units: `µs` columns µs (raw `dur`; do_bench's per-call median as the provenance holds it, µs);
+`do_bench / profiler` is do_bench over GPU time; `GPU busy %` GPU time over do_bench × 100. The
+bound: by the GPU where do_bench ≤ 1.1 × GPU time, else by the CPU (the glossary's line)."""
+import pytest
+
+from helpers import ARTICLE_STAGES, charts, closing_stages, profile_stages, prose, recorded_shapes, \
+    shape_explorer, sweep, tables
+
+from . import raw
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    return profile_stages(closing_stages(), mode="replay")
+
+
+def fwd(stage, shape=raw.DEFAULT):
+    return raw.forward(raw.stage_path(stage, shape))
+
+
+def bench(stage, shape=raw.DEFAULT):
+    return raw.provenance(raw.stage_path(stage, shape))["do_bench_us"]
+
+
+def recorded_default():
+    return sorted(p.name.split("__")[0] for p in raw.TRACES.glob(f"*__{raw.DEFAULT}.json.gz"))
+
+
+def test_closing_stages_are_the_recorded_ones(profiles):
+    assert sorted(profiles) == recorded_default()
+
+
+def test_at_a_glance_measured_columns(profiles):
+    # the verdict columns are claims.revealed's (tests/test_claims_raw.py holds them to the raw
+    # events); the measured columns do not depend on them, and revealed costs 10 s here
+    t = tables.at_a_glance(profiles, {})
+    assert list(t.index) == list(profiles)
+    for s in profiles:
+        f = fwd(s)
+        assert t.loc[s, "GPU events"] == f.count()
+        assert t.loc[s, "GPU µs"] == pytest.approx(f.gpu_us, abs=0.051)
+        assert t.loc[s, "CPU µs (profiled)"] == pytest.approx(f.cpu_us, abs=0.051)
+
+
+def test_timer_agreement_every_column(profiles):
+    t = tables.timer_agreement(profiles)
+    assert list(t.index) == list(profiles)
+    for s in profiles:
+        f, b = fwd(s), bench(s)
+        row = t.loc[s]
+        assert row["profiler GPU µs"] == pytest.approx(f.gpu_us, abs=0.051)
+        assert row["do_bench µs"] == pytest.approx(b, abs=0.051)
+        assert row["do_bench / profiler"] == pytest.approx(b / f.gpu_us, abs=0.0006)
+        assert row["GPU busy % of a call"] == pytest.approx(100 * f.gpu_us / b, abs=0.051)
+        assert row["CPU µs (profiled)"] == pytest.approx(f.cpu_us, abs=0.051)
+        assert row["bound"] == ("bound by the GPU" if b <= 1.1 * f.gpu_us else "bound by the CPU")
+
+
+def test_glue_timer(profiles):
+    """timer_cpu_bound: the stages bound by the CPU, in page order; the example: of the stages bound
+    by the GPU, the one whose profiled CPU time most exceeds do_bench's whole call."""
+    g = prose.glue_timer(profiles)
+    cpu_bound = [s for s in profiles if bench(s) > 1.1 * fwd(s).gpu_us]
+    assert g["cpu_bound"] == (", ".join(cpu_bound) or "none")
+    over = {s: fwd(s).cpu_us / bench(s) for s in profiles if s not in cpu_bound and fwd(s).cpu_us > bench(s)}
+    assert over, "the recordings hold a GPU-bound stage whose profiled CPU time exceeds do_bench's"
+    name = max(over, key=over.get)
+    assert g["example_stage"] == name
+    assert g["example_cpu_us"] == pytest.approx(fwd(name).cpu_us, abs=0.051)
+    assert g["example_bench_us"] == pytest.approx(bench(name), abs=0.051)
+    assert g["example_gpu_us"] == pytest.approx(fwd(name).gpu_us, abs=0.051)
+    assert g["example_cpu_us"] > g["example_bench_us"]  # the sentence says the profiled CPU time exceeds it
+
+
+def test_shape_explorer_tables():
+    """Every recorded shape's table: GPU events, GPU µs, CPU µs and do_bench µs of each stage."""
+    explorer = shape_explorer(list(ARTICLE_STAGES))
+    assert explorer.tables
+    for key, table in explorer.tables.items():
+        for stage, row in table.iterrows():
+            f = fwd(stage, key)
+            assert row["gpu_events"] == f.count()
+            assert row["gpu_time_us"] == pytest.approx(f.gpu_us, abs=1e-3)
+            assert row["cpu_time_us"] == pytest.approx(f.cpu_us, abs=1e-3)
+            assert row["do_bench_us"] == pytest.approx(bench(stage, key), abs=1e-3)
+
+
+def test_sweep_lines_points():
+    stages = ["naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "naive_compiled", "flex", "flex_sliding"]
+    shapes = sorted({s for s in recorded_shapes("sdpa_flash") if s.head_dim == 64}, key=lambda s: s.seq)
+    fig = charts.sweep_lines(sweep(stages, shapes, mode="replay"))
+    assert [t.name for t in fig.data] == stages
+    for trace in fig.data:
+        assert list(trace.x) == [s.seq for s in shapes]
+        assert list(trace.y) == pytest.approx([fwd(trace.name, s.key).gpu_us for s in shapes], abs=1e-3)
+    assert fig.layout.yaxis.type == "log" and "µs" in fig.layout.yaxis.title.text
