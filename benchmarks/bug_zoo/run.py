@@ -92,8 +92,10 @@ def run(args) -> list[dict]:
     results = []
     for i, bug in enumerate(bugs, 1):
         files = [f for f in bug["tests"] if (tree / f).exists()]
+        if args.guards_only:
+            files = sorted(f"tests/{q.name}" for q in (tree / "tests").glob("test_zoo_*.py"))
         row = {"id": bug["id"], "class": bug["cls"], "chapter": bug["chapter"], "file": bug["file"],
-               "shows": bug["shows"], "mode": args.mode, "label": args.label}
+               "shows": bug["shows"], "mode": args.mode + ("-guards" if args.guards_only else ""), "label": args.label}
         original = plant(tree, bug)
         if original is None:
             results.append(row | {"result": "does not apply", "by": "", "seconds": 0.0})
@@ -182,6 +184,8 @@ def main() -> None:
     mode.add_argument("--full", dest="mode", action="store_const", const="full")
     ap.add_argument("--only", default="", help="comma-separated bug ids")
     ap.add_argument("--label", default="now", help="a name for this run in the results (before, after, …)")
+    ap.add_argument("--guards-only", action="store_true",
+                    help="targeted: run only tests/test_zoo_*.py (the guards written for this zoo's survivors)")
     ap.add_argument("--escalate", action="store_true", help="targeted: run a survivor against the rest of the suite")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per pytest run")
     ap.add_argument("--tree", default="/tmp/bug_zoo_tree", help="where the clean copy goes (never the live tree)")

@@ -1,0 +1,344 @@
+"""Guards written to kill the bug zoo's survivors (benchmarks/bug_zoo, issue 28).
+
+Each test recomputes what a reader is shown from the raw recordings (the chrome traces, ncu's
+rows, the memory ladder of training/memory.json) with plain loops, and compares it with what the
+chapter's code returns. The expected values never come from the helper under test; where a
+figure cannot be recomputed cheaply, the test checks a relation the figure must obey (a peak is
+at least every other point, a ratio is its two columns divided), and says so.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+H200 = ROOT / "notebooks" / "traces" / "h200"
+TRAINING = H200 / "training"
+KEY = "b8_h16_s1024_d64_bfloat16_causal"
+MIB, GIB = 2**20, 2**30
+
+
+def raw(path: Path) -> dict:
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
+
+
+def step_phases(path: Path) -> dict:
+    """The last profiler step's GPU events (kernels, memcpys, memsets) of a training trace, summed
+    per phase: forward where the launch call lies in attn_fwd, backward where it lies in attn_bwd.
+    {phase: {"us": summed duration, "events": n, "kernels": n}}"""
+    events = raw(path)["traceEvents"]
+    steps = [e for e in events if e.get("ph") == "X" and re.fullmatch(r"ProfilerStep#\d+", e.get("name", ""))]
+    last = max(steps, key=lambda e: int(e["name"].split("#")[1]))
+    lo, hi = last["ts"], last["ts"] + last["dur"]
+    regions = [e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+               and e["name"] in ("attn_fwd", "attn_bwd") and lo <= e["ts"] <= hi]
+    calls = {e["args"]["correlation"]: e for e in events if e.get("ph") == "X"
+             and e.get("cat") in ("cuda_runtime", "cuda_driver") and lo <= e["ts"] <= hi}
+    out = {p: {"us": 0.0, "events": 0, "kernels": 0} for p in ("forward", "backward")}
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        call = calls.get(e["args"].get("correlation"))
+        if call is None:
+            continue
+        for r in regions:
+            if r["ts"] <= call["ts"] <= r["ts"] + r["dur"]:
+                phase = "forward" if r["name"] == "attn_fwd" else "backward"
+                out[phase]["us"] += e["dur"]
+                out[phase]["events"] += 1
+                out[phase]["kernels"] += e["cat"] == "kernel"
+    return out
+
+
+# --- chapter 11: training -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def memory() -> dict:
+    return json.loads((TRAINING / "memory.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def trainings():
+    from helpers import profile_trainings, training
+    return profile_trainings(training.STAGES)
+
+
+def ladder_by_stage(memory: dict) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in memory["ladder"]:
+        if "seq" in r:
+            out.setdefault(r["stage"], []).append(r)
+    return out
+
+
+def largest_seq(memory: dict) -> dict[str, tuple[int, int, bool]]:
+    """{stage: (largest seq whose step ran, its peak bytes, whether the next doubling ran out of memory)}"""
+    out = {}
+    for stage, rows in ladder_by_stage(memory).items():
+        ok = [r for r in rows if r["status"] == "ok"]
+        best = max(ok, key=lambda r: r["seq"])
+        out[stage] = (best["seq"], best["peak_bytes"], rows[-1]["status"] == "oom")
+    return out
+
+
+def test_chapter_11_largest_seq_table_and_the_first_to_run_out(memory, trainings):
+    from helpers.chapters import training
+    want = largest_seq(memory)
+    table = training.max_seq_table(memory).set_index("stage")
+    for stage, (seq, peak, _) in want.items():
+        assert table.loc[stage, "largest seq that ran"] == seq, stage
+        # the column says GiB: bytes / 2**30
+        assert table.loc[stage, "peak at max GiB"] == pytest.approx(peak / GIB, abs=0.006), stage
+    oom = {s: v for s, v in want.items() if v[2]}
+    first = min(v[0] for v in oom.values())
+    tied = sorted(s for s, v in oom.items() if v[0] == first)
+    answers = training.answers(trainings, memory)
+    assert sorted(answers["first_oom_doubling"].split(", ")) == tied
+    assert answers["first_oom_seq"] == f"{2 * first:,}"  # the doubling that failed, not the last that ran
+    glued = training.glue_training(trainings, memory)
+    assert glued["tr_cap_seq"] == f"{max(v[0] for v in want.values()):,}"
+    for stage, (seq, _, _) in want.items():
+        assert glued[f"tr_{stage}_max_seq"] == f"{seq:,}"
+
+
+def test_chapter_11_first_to_run_out_is_the_tied_stage_whose_peak_grows_fastest(memory, trainings):
+    """Among the stages that ran out at the same doubling, the guess's answer is the one whose
+    model fills the GPU first. Independent of the fit: at the last seq that ran, the tied stages
+    all hold a peak below the GPU's memory; the one that runs out first at a continuous seq is the
+    one with the largest peak there (the models are a·S² + b·S, the same S for all)."""
+    from helpers.chapters import training
+    want = largest_seq(memory)
+    oom = {s: v for s, v in want.items() if v[2]}
+    first = min(v[0] for v in oom.values())
+    tied = {s: v[1] for s, v in oom.items() if v[0] == first}
+    answer = training.answers(trainings, memory)["first_oom"]
+    assert answer in tied
+    assert tied[answer] == max(tied.values()), (answer, tied)
+
+
+def test_chapter_11_peak_chart_points_are_the_ladders_bytes_in_gib(memory):
+    from helpers.chapters import training
+    fig = training.peak_chart(memory)
+    ladders = ladder_by_stage(memory)
+    named = [t for t in fig.data if t.name in ladders]
+    assert named
+    for t in named:
+        ok = sorted((r["seq"], r["peak_bytes"]) for r in ladders[t.name] if r["status"] == "ok")
+        assert list(t.x) == [s for s, _ in ok], t.name
+        assert list(t.y) == pytest.approx([b / GIB for _, b in ok], rel=1e-9), t.name
+    total = memory["provenance"]["total_memory_bytes"]
+    lines = [s for s in fig.layout.shapes if s.y0 == s.y1]
+    assert lines and lines[0].y0 == pytest.approx(total / GIB)
+    texts = " ".join(a.text for a in fig.layout.annotations)
+    assert f"{total / GIB:.0f} GiB" in texts
+
+
+def test_chapter_11_phases_table_from_the_raw_events(trainings):
+    from helpers.chapters import training
+    table = training.phases_table(trainings).set_index("stage")
+    for stage in trainings:
+        raw_phases = step_phases(TRAINING / f"{stage}__{KEY}.json.gz")
+        f, b = raw_phases["forward"], raw_phases["backward"]
+        r = table.loc[stage]
+        assert r["forward GPU µs"] == pytest.approx(f["us"], abs=0.06), stage
+        assert r["backward GPU µs"] == pytest.approx(b["us"], abs=0.06), stage
+        assert r["backward / forward"] == pytest.approx(b["us"] / f["us"], abs=0.006), stage
+        assert r["backward kernels"] == b["kernels"] and r["forward kernels"] == f["kernels"], stage
+
+
+def test_chapter_11_held_table_in_mib_from_the_recorded_provenance(trainings):
+    from helpers.chapters import training
+    table = training.held_table(trainings).set_index("stage")
+    for stage in trainings:
+        p = raw(TRAINING / f"{stage}__{KEY}.json.gz")["provenance"]
+        t, s = p["extra"]["training"], p["shape"]
+        r = table.loc[stage]
+        assert r["held MiB"] == pytest.approx(t["held_bytes"] / MIB, abs=0.06), stage
+        assert r["output MiB"] == pytest.approx(t["output_bytes"] / MIB, abs=0.06), stage
+        assert r["one S×S bf16 MiB"] == pytest.approx(s["batch"] * s["heads"] * s["seq"] ** 2 * 2 / MIB, abs=0.06)
+        assert r["logsumexp fp32 MiB"] == pytest.approx(s["batch"] * s["heads"] * s["seq"] * 4 / MIB, abs=0.006)
+
+
+def test_chapter_11_timer_table_ratio_from_the_recorded_provenance(trainings):
+    from helpers.chapters import training
+    table = training.timer_table(trainings).set_index("stage")
+    for stage in trainings:
+        p = raw(TRAINING / f"{stage}__{KEY}.json.gz")["provenance"]
+        gpu = sum(step_phases(TRAINING / f"{stage}__{KEY}.json.gz")[k]["us"] for k in ("forward", "backward"))
+        r = table.loc[stage]
+        if p.get("do_bench_us"):
+            assert r["do_bench µs"] == pytest.approx(p["do_bench_us"], abs=0.06), stage
+            # do_bench over the profiler's GPU time (the step's GPU events, either phase or none)
+            assert r["do_bench / profiler"] == pytest.approx(p["do_bench_us"] / r["profiler GPU µs"], abs=0.006), stage
+            assert r["profiler GPU µs"] >= gpu - 0.1, stage
+
+
+def test_chapter_11_memory_timeline_marks_in_ms_and_its_peak(memory):
+    from helpers import snapshots
+    from helpers.chapters import training
+    snaps = snapshots(("naive", "sdpa_flash"), memory=memory)
+    given = {s: (data, marks) for s, (data, marks, _) in snaps.items()}
+    fig = training.timeline_chart(given, "")
+    marks = memory["snapshots"]
+    xs = sorted(s.x0 for s in fig.layout.shapes)
+    assert xs == pytest.approx(sorted((marks[s]["backward_us"] - marks[s]["forward_us"]) / 1e3 for s in given))
+    # the chart's x runs in ms from the forward's start: the step's end lies within its range
+    for t in fig.data:
+        end = (marks[t.name]["end_us"] - marks[t.name]["forward_us"]) / 1e3
+        assert max(t.x) <= end * 1.5 + 0.5, t.name
+    peaks = training.timeline_peaks(given).set_index("stage")
+    for stage, r in peaks.iterrows():
+        y = [t for t in fig.data if t.name == stage][0].y
+        # the peak is the highest point of the drawn line, and no column of the row exceeds it
+        assert r["peak MiB"] == pytest.approx(max(y), abs=0.06), stage
+        assert r["peak MiB"] >= max(r["at start MiB"], r["end of forward MiB"], r["largest block MiB"]), stage
+
+
+def quotient(shown: float, num: float, num_half: float, den: float, den_half: float, shown_half: float = 0.05) -> bool:
+    """Whether `shown` (rounded to ±shown_half) can be num / den, each of them rounded (± its half step)."""
+    lo = (num - num_half) / (den + den_half)
+    hi = (num + num_half) / (den - den_half) if den > den_half else float("inf")
+    return lo - shown_half <= shown <= hi + shown_half
+
+
+@pytest.fixture(scope="module")
+def work():
+    from helpers.chapters import training
+    from helpers.sources import training_modes
+    return training.ncu_work(training_modes.training_counters())
+
+
+def test_chapter_11_work_table_units_and_ratios(work):
+    """The backward's bytes from ncu's rows of each stage (the sources layer splits the one
+    recording per stage; its split is tested in test_training), in GB = bytes / 1e9; each
+    FLOP/byte is its GFLOP over its GB; the ratio is backward over forward."""
+    from helpers.sources import training_modes
+    parts = training_modes.ncu_backward()
+    w = work.set_index("stage")
+    for stage, rows in parts.items():
+        if stage not in w.index:
+            continue
+        r = w.loc[stage]
+        assert r["backward GB (ncu)"] == pytest.approx(float(rows["dram_bytes"].sum()) / 1e9, abs=0.006), stage
+        assert quotient(r["backward FLOP/byte"], r["backward GFLOP (ncu)"], 0.05, r["backward GB (ncu)"], 0.005), stage
+        if r.get("forward GB (ncu)"):
+            assert quotient(r["forward FLOP/byte"], r["forward GFLOP (ncu)"], 0.05, r["forward GB (ncu)"], 0.005), stage
+            assert quotient(r["backward / forward FLOPs"], r["backward GFLOP (ncu)"], 0.05, r["forward GFLOP (ncu)"], 0.05)
+        # the backward does more work than the forward (2 to 5 products against 2)
+        assert r["backward GFLOP (ncu)"] > r["forward GFLOP (ncu)"], stage
+
+
+def test_chapter_11_roofline_points_and_the_ridge_sentence(work):
+    from helpers.chapters import training
+    fig = training.roofline_chart(work)
+    w = work.set_index("stage")
+    for t in fig.data:
+        labels = list(t.text)
+        fwd, bwd = labels.index("fwd"), labels.index("bwd")
+        assert t.x[fwd] == w.loc[t.name, "forward FLOP/byte"] and t.x[bwd] == w.loc[t.name, "backward FLOP/byte"]
+        assert t.y[fwd] == w.loc[t.name, "forward GFLOP (ncu)"] and t.y[bwd] == w.loc[t.name, "backward GFLOP (ncu)"]
+    ridge = work.attrs["ridge"]
+    ceilings = json.loads((H200 / "ceilings.json").read_text())
+    assert ridge > 1  # FLOP per byte: the matmul roof over the copy roof, some hundreds on an H200
+    glued = training.glue_work(work)
+    right = [s for s, r in w.iterrows() if r["backward FLOP/byte"] > ridge]
+    assert glued["tr_right_of_ridge"] == ", ".join(right)
+    assert ceilings  # the ridge's recording is there
+
+
+# --- the closing table's verdicts (chapters 02–06c): each wired to the right profiles ------------
+
+CLAIM_STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto",
+                "naive_compiled", "flex", "flex_sliding"]
+
+
+@pytest.fixture(scope="module")
+def stage_profiles():
+    from helpers import profile_stage
+    return {s: profile_stage(s, mode="replay", quiet=True) for s in CLAIM_STAGES}
+
+
+def last_step_gpu_cpu(prof) -> tuple[float, float]:
+    from conftest import raw_per_step
+    return raw_per_step(prof.events)[-1]
+
+
+def memcpys(prof) -> int:
+    from conftest import raw_last_step
+    return sum(e["cat"] == "gpu_memcpy" for e, _ in raw_last_step(prof.events)[0])
+
+
+def ops_under(prof, root: str) -> int:
+    """Host ops inside the first top-level `root` op under the last step's attn_fwd (root included)."""
+    from conftest import raw_last_step
+    events = prof.events
+    _, (lo, hi), _ = raw_last_step(events)
+    attn = next(e for e in events if e.get("name") == "attn_fwd" and e.get("cat") == "user_annotation"
+                and e.get("ph") == "X" and lo <= e["ts"] <= hi)
+    inside = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"
+              and attn["ts"] <= e["ts"] and e["ts"] + e["dur"] <= attn["ts"] + attn["dur"]]
+    roots = [e for e in inside if e["name"] == root and not any(
+        o is not e and o["ts"] <= e["ts"] and o["ts"] + o["dur"] >= e["ts"] + e["dur"] for o in inside)]
+    if not roots:
+        return 0
+    r = min(roots, key=lambda e: e["ts"])
+    return sum(r["ts"] <= e["ts"] and e["ts"] + e["dur"] <= r["ts"] + r["dur"] for e in inside)
+
+
+def test_closing_table_verdicts_are_wired_to_their_stages(stage_profiles):
+    """claims.revealed, the closing table's source: each stage's verdicts speak of that stage
+    against the right reference, with the raw trace's numbers in their evidence."""
+    from helpers.chapters import claims
+    p = stage_profiles
+    rev = claims.revealed(p)
+    by = {stage: {v.claim: v for v in vs} for stage, vs in rev.items()}
+    # 02: in place against naive
+    v = by["inplace"]["masked_fill_ writes in place: the Memcpy is gone"]
+    now, was = memcpys(p["inplace"]), memcpys(p["naive"])
+    assert f"{now} memcpy per forward here, {was} in naive" in v.evidence and v.holds == (now == 0 and was > 0)
+    v = by["inplace"]["fewer CPU ops in the masking step"]
+    now, was = ops_under(p["inplace"], "aten::masked_fill_"), ops_under(p["naive"], "aten::masked_fill")
+    assert f"is {now} CPU ops" in v.evidence and f"here, {was} in naive" in v.evidence and v.holds == (now < was)
+    memory = [v for v in rev["inplace"] if v.claim.startswith("in-place masking saves memory")]
+    if memory:
+        fwd = {s: raw(p[s].trace_path)["provenance"] for s in ("inplace", "naive")}
+        need = {s: f["peak_memory_bytes"] - f["memory_before_bytes"] for s, f in fwd.items()}
+        assert (f"inplace {need['inplace'] / MIB:,.0f} MiB, naive {need['naive'] / MIB:,.0f} MiB"
+                in memory[0].evidence)
+        assert memory[0].holds == (need["naive"] > need["inplace"])
+    # 03: math against naive
+    v = by["sdpa_math"]["the math backend is slower than naive attention"]
+    gm, gn = last_step_gpu_cpu(p["sdpa_math"])[0], last_step_gpu_cpu(p["naive"])[0]
+    assert f"sdpa_math {gm:.1f} µs, naive {gn:.1f} µs: {gm / gn:.2f}×" in v.evidence and v.holds == (gm > gn)
+    # 06: cuDNN's CPU time in µs, the backends by GPU time, fastest first
+    cudnn = {v.claim: v for v in rev["sdpa_cudnn"]}
+    heavier = next(v for c, v in cudnn.items() if c.startswith("cuDNN spends more CPU"))
+    cpu = {s: last_step_gpu_cpu(p[s])[1] for s in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient")}
+    assert heavier.evidence.startswith("CPU time in attn_fwd per forward: " +
+                                       ", ".join(f"{s} {t:.1f} µs" for s, t in cpu.items()))
+    fastest = cudnn["flash is the fastest backend, and cuDNN is not SDPA's automatic choice"]
+    gpu = {s: last_step_gpu_cpu(p[s])[0] for s in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")}
+    assert fastest.evidence.startswith(", ".join(f"{s} {t:.1f} µs" for s, t in sorted(gpu.items(), key=lambda kv: kv[1])))
+    if not fastest.holds:
+        assert fastest.difference.startswith(f"{min(gpu, key=gpu.get)} is the fastest")
+    # 06b, 06c: their pages' verdicts, on their own stage against its reference
+    from helpers.chapters import compiled, flex
+    assert rev["naive_compiled"] == compiled.verdict_list(p["naive_compiled"], p["naive"])
+    assert rev["flex"] == flex.verdict_list(p["flex"], p["sdpa_flash"])
+    assert rev["flex_sliding"] == flex.sliding_verdict_list(p["flex_sliding"], p["flex"])
+
+
+def test_hbm_model_total_is_megabytes_of_its_own_columns(stage_profiles):
+    from helpers.chapters import claims
+    t = claims.hbm_traffic({s: stage_profiles[s] for s in ("naive", "inplace", "sdpa_math", "sdpa_flash")})
+    for stage, r in t.iterrows():
+        shape = raw(stage_profiles[stage].trace_path)["provenance"]["shape"]
+        qkvo = 4 * shape["batch"] * shape["heads"] * shape["seq"] * shape["head_dim"] * 2
+        assert r["q, k, v, out bytes"] == qkvo
+        assert r["total MB"] == pytest.approx((r["score bytes"] + qkvo) / 1e6, abs=0.051), stage
