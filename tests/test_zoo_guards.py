@@ -342,3 +342,116 @@ def test_hbm_model_total_is_megabytes_of_its_own_columns(stage_profiles):
         qkvo = 4 * shape["batch"] * shape["heads"] * shape["seq"] * shape["head_dim"] * 2
         assert r["q, k, v, out bytes"] == qkvo
         assert r["total MB"] == pytest.approx((r["score bytes"] + qkvo) / 1e6, abs=0.051), stage
+
+
+# --- chapter 09: the roofline, from ncu's raw CSV and the recorded ceilings ---------------------
+
+NCU = H200 / "ncu"
+SCALE = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-3, "nsecond": 1e-3, "us": 1.0,
+         "usecond": 1.0, "ms": 1e3, "msecond": 1e3}  # bytes, and µs
+
+
+def ncu_rows(stage: str, key: str = KEY) -> list[dict]:
+    """Per kernel of ncu's raw CSV: DRAM bytes (read + written) and duration in µs, with plain csv."""
+    import csv
+    with open(NCU / f"{stage}__{key}.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    start = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+    header, units, data = rows[start], rows[start + 1], rows[start + 2:]
+    col = {c: i for i, c in enumerate(header)}
+    out = []
+    for r in data:
+        if not r or not r[0].strip().isdigit():
+            continue
+        value = lambda c: float(r[col[c]].replace(",", "")) * SCALE[units[col[c]]]  # noqa: E731
+        out.append({"kernel": r[col["Kernel Name"]],
+                    "bytes": value("dram__bytes_read.sum") + value("dram__bytes_write.sum"),
+                    "us": value("gpu__time_duration.sum")})
+    return out
+
+
+@pytest.fixture(scope="module")
+def roofline_run():
+    from helpers import counters, roofline
+    stages = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "naive_compiled", "flex"]
+    sweep = roofline.sweep_shapes()
+    c = counters.collect(stages, sweep=sweep, sweep_stages=roofline.SWEEP_STAGES)
+    roof = roofline.load_ceilings(c, quiet=True)
+    times = roofline.timings(c, quiet=True)
+    return c, roof, times
+
+
+def recorded_roofs() -> tuple[float, float]:
+    table = json.loads((H200 / "ceilings.json").read_text())["ceilings"]
+    matmul = next(r["value"] for r in table if "matmul" in r["ceiling"])
+    copy = next(r["value"] for r in table if "copy" in r["ceiling"])
+    return matmul, copy
+
+
+def test_chapter_09_ceilings_and_their_sentence(roofline_run):
+    from helpers.chapters import roofline
+    _, roof, _ = roofline_run
+    matmul, copy = recorded_roofs()
+    assert roof["ridge FLOP/B"] == pytest.approx(matmul / copy)  # FLOP/s over bytes/s: FLOP per byte
+    g = roofline.glue_ceilings(roof)
+    sheet = roof["datasheet"]
+    assert g["matmul_of_sheet"] == f"{100 * matmul / sheet['bf16 TFLOP/s']:.0f}"
+    assert g["copy_of_sheet"] == f"{100 * copy / sheet['TB/s']:.0f}"
+
+
+def test_chapter_09_points_units_from_the_raw_csv(roofline_run):
+    from helpers.chapters import roofline
+    c, roof, times = roofline_run
+    pts = roofline.points(c, roof, times, shapes=[c.default_shape]).set_index("stage")
+    matmul, copy = recorded_roofs()
+    for stage, r in pts.iterrows():
+        rows = ncu_rows(stage)
+        kb, kus = sum(x["bytes"] for x in rows), sum(x["us"] for x in rows)
+        copies = [e for e in raw(next(H200.glob(f"{stage}__{KEY}.json.gz")))["traceEvents"]
+                  if e.get("cat") in ("gpu_memcpy", "gpu_memset")]
+        if not copies:
+            assert r["DRAM MB"] == pytest.approx(kb / 1e6, rel=1e-3), stage
+            assert r["ncu µs"] == pytest.approx(kus, rel=1e-3), stage
+        else:  # the copies' bytes and time (from the trace) come on top of the kernels'
+            assert kb / 1e6 <= r["DRAM MB"] < 2 * kb / 1e6 + 1e3, stage
+            assert kus <= r["ncu µs"] < 2 * kus, stage
+        # each derived column from the row's own figures, in the units its name says
+        assert r["FLOP/B"] == pytest.approx(r["GFLOP"] * 1e9 / (r["DRAM MB"] * 1e6), rel=1e-6)
+        assert r["TFLOP/s"] == pytest.approx(r["GFLOP"] * 1e9 / (r["ncu µs"] * 1e-6) / 1e12, rel=1e-6)
+        roof_there = min(matmul, r["FLOP/B"] * copy)
+        assert r["roof TFLOP/s"] == pytest.approx(roof_there, rel=1e-6)
+        assert r["roof"] == ("memory" if r["FLOP/B"] < matmul / copy else "compute"), stage
+
+
+def test_chapter_09_kernel_rows_from_the_raw_csv(roofline_run):
+    from helpers.chapters import roofline
+    c, roof, _ = roofline_run
+    k = roofline.kernel_points(c, roof)
+    for stage, g in k.groupby("stage"):
+        rows = ncu_rows(stage)
+        assert len(g) == len(rows), stage
+        for (_, r), x in zip(g.iterrows(), rows):
+            assert r["ncu µs"] == pytest.approx(x["us"], rel=1e-3), (stage, r["kernel"])
+            assert r["DRAM MB"] == pytest.approx(x["bytes"] / 1e6, rel=1e-3), (stage, r["kernel"])
+
+
+def test_chapter_09_the_sentences_name_the_right_stages(roofline_run):
+    from helpers.chapters import roofline
+    c, roof, times = roofline_run
+    pts = roofline.points(c, roof, times, shapes=[c.default_shape])
+    g = roofline.glue_roofline(pts, roof)
+    pct = dict(zip(pts["stage"], pts["% of roof"]))
+    tflops = dict(zip(pts["stage"], pts["TFLOP/s"]))
+    assert g["closest"] == max(pct, key=pct.get) and g["best"] == max(tflops, key=tflops.get)
+    matmul, copy = recorded_roofs()
+    assert g["memory_count"] == sum(ai < matmul / copy for ai in pts["FLOP/B"])
+    sweep = roofline.points(c, roof, times)
+    s = roofline.glue_sweep(sweep)
+    for stage, short in (("sdpa_flash", "flash"), ("naive", "naive")):
+        rows = sorted(zip(sweep[sweep["stage"] == stage]["seq"], sweep[sweep["stage"] == stage]["FLOP/B"]))
+        if len(rows) < 2:
+            continue
+        first, last = rows[0][1], rows[-1][1]
+        assert s[f"{short}_ai_first"] == f"{first:.0f}" and s[f"{short}_ai_last"] == f"{last:.0f}"
+        want = 0 if last > 1.1 * first else 1 if last < first / 1.1 else 2
+        assert s[f"{short}_direction"] == roofline.SEQ_OPTIONS[want]
