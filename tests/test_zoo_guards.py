@@ -455,3 +455,153 @@ def test_chapter_09_the_sentences_name_the_right_stages(roofline_run):
         assert s[f"{short}_ai_first"] == f"{first:.0f}" and s[f"{short}_ai_last"] == f"{last:.0f}"
         want = 0 if last > 1.1 * first else 1 if last < first / 1.1 else 2
         assert s[f"{short}_direction"] == roofline.SEQ_OPTIONS[want]
+
+
+# --- chapter 05: the bytes each forward moves, from ncu's raw CSV ---------------------------------
+
+def ncu_read_written(stage: str) -> tuple[float, float]:
+    import csv
+    with open(NCU / f"{stage}__{KEY}.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    start = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+    header, units = rows[start], rows[start + 1]
+    col = {c: i for i, c in enumerate(header)}
+    read = written = 0.0
+    for r in rows[start + 2:]:
+        if r and r[0].strip().isdigit():
+            read += float(r[col["dram__bytes_read.sum"]]) * SCALE[units[col["dram__bytes_read.sum"]]]
+            written += float(r[col["dram__bytes_write.sum"]]) * SCALE[units[col["dram__bytes_write.sum"]]]
+    return read, written
+
+
+def test_chapter_05_measured_bytes_and_the_ratio_a_reader_guesses():
+    from helpers import counters, profile_stages
+    stages = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"]
+    profiles = profile_stages(stages[:5])
+    hbm = counters.collect(stages)
+    m = counters.hbm_measured(hbm, profiles)
+    for stage, r in m.iterrows():
+        read, written = ncu_read_written(stage)
+        assert r["read MB"] == pytest.approx(read / 1e6, abs=0.051), stage
+        assert r["written MB"] == pytest.approx(written / 1e6, abs=0.051), stage
+        assert (r["read MB"] + r["written MB"]) - 0.11 <= r["forward MB"], stage
+        assert r["forward / model"] == pytest.approx(r["forward MB"] / r["model MB"], abs=0.006 + 0.05 / r["model MB"])
+    g = counters.glue_hbm(m)
+    assert g["ratio"] == f"{m.loc['naive', 'forward MB'] / m.loc['sdpa_flash', 'forward MB']:.0f}"
+    assert float(g["min_over_model"]) == pytest.approx(min(m["forward / model"]), abs=0.006)
+    assert float(g["max_over_model"]) == pytest.approx(max(m["forward / model"]), abs=0.006)
+    assert float(g["min_over_model"]) <= float(g["max_over_model"])
+
+
+def test_chapter_09_work_table_gflop_is_its_ratio_times_the_model():
+    from helpers import counters, roofline
+    c = counters.collect(["sdpa_flash", "naive"], sweep=roofline.sweep_shapes(), sweep_stages=roofline.SWEEP_STAGES)
+    w = counters.work(c)
+    for _, r in w.iterrows():
+        s = re.search(r"_s(\d+)_d(\d+)", KEY)
+        # 4·B·H·S²·D/2 FLOPs, causal: the model column, in GFLOP = FLOP / 1e9
+        seq = int(r["seq"]) if "seq" in r else int(s.group(1))
+        assert r["model GFLOP (4·B·H·S²·D/2)"] == pytest.approx(4 * 8 * 16 * seq**2 * 64 / 2 / 1e9, abs=0.006)
+        assert r["measured GFLOP"] == pytest.approx(r["measured / model"] * r["model GFLOP (4·B·H·S²·D/2)"],
+                                                    rel=0.01, abs=0.01)
+
+
+# --- chapters 08 and 10: a step's breakdown, from the raw events ------------------------------------
+
+OWN = H200 / "own_model"
+
+
+def raw_step(name: str) -> dict:
+    """The last profiler step of an own-model trace, from the raw events with plain loops: its GPU
+    events (with the outermost host op on the launching thread that holds each launch call), and
+    the kernels' durations."""
+    events = raw(OWN / f"{name}.json.gz")["traceEvents"]
+    steps = [e for e in events if e.get("ph") == "X" and re.fullmatch(r"ProfilerStep#\d+", e.get("name", ""))]
+    last = max(steps, key=lambda e: int(e["name"].split("#")[1]))
+    lo, hi = last["ts"], last["ts"] + last["dur"]
+    calls = {e["args"]["correlation"]: e for e in events if e.get("ph") == "X"
+             and e.get("cat") in ("cuda_runtime", "cuda_driver") and lo <= e["ts"] <= hi}
+    ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    gpu = []
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            call = calls.get(e["args"].get("correlation"))
+            if call is None:
+                continue
+            holders = [o for o in ops if o["tid"] == call["tid"] and o["ts"] <= call["ts"]
+                       and o["ts"] + o["dur"] >= call["ts"] + call["dur"]]
+            top = max(holders, key=lambda o: o["dur"])["name"] if holders else None
+            gpu.append({"cat": e["cat"], "dur": e["dur"], "top": top, "name": e["name"]})
+    return {"gpu": gpu}
+
+
+@pytest.fixture(scope="module")
+def own():
+    from helpers.sources import own_model
+    return {n: own_model.profile(n) for n in ("encoder_forward", "encoder_train_step")}
+
+
+@pytest.mark.parametrize("name", ["encoder_forward", "encoder_train_step"])
+def test_chapter_10_glued_step_and_the_guess_key_from_the_raw_events(own, name):
+    import statistics
+    from helpers.chapters import own_model
+    from helpers.views import breakdown
+    prof = own[name]
+    step = raw_step(name)
+    values = own_model.glue_step(prof, "zoo")
+    kernels = [g["dur"] for g in step["gpu"] if g["cat"] == "kernel"]
+    assert values["gpu_events"] == len(step["gpu"]) and values["kernels"] == len(kernels)
+    assert values["median_kernel_us"] == pytest.approx(statistics.median(kernels), abs=0.051)
+    per_op: dict = {}
+    for g in step["gpu"]:
+        per_op[g["top"]] = per_op.get(g["top"], 0.0) + g["dur"]
+    assert values["top_op"] == max(per_op, key=per_op.get) and values["launching_ops"] == len(per_op)
+    # the step table's row in its own units: idle % of the span, the host's share in µs and %
+    row = breakdown.step_table(prof).loc[prof.forward_step]
+    assert values["idle_pct"] == pytest.approx(100 * row["idle µs"] / row["GPU span µs"], abs=0.06)
+    assert values["idle_pct"] >= values["host_wait_pct"] - 0.1  # the host's wait is a share of the idle time
+    assert values["host_wait_pct"] == pytest.approx(row["waiting for the host %"], abs=0.06)
+    assert row["waiting for the host µs"] == pytest.approx(row["waiting for the host %"] * row["GPU span µs"] / 100,
+                                                            abs=0.2 + 0.0006 * row["GPU span µs"])  # % to 0.1
+    assert row["idle µs"] >= row["waiting for the host µs"] + row["waiting on other GPU work µs"] - 0.2
+    # the guess: how many GPU events one step launches (kernels, memcpys and memsets)
+    key = own_model.questions(name, prof).questions[0].key
+    assert key["answer"] == len(step["gpu"])
+
+
+@pytest.mark.parametrize("name", ["encoder_forward", "encoder_train_step"])
+def test_chapter_10_top_kernels_and_kernels_per_op_from_the_raw_events(own, name):
+    from helpers.views import breakdown
+    prof = own[name]
+    step = raw_step(name)
+    total = sum(g["dur"] for g in step["gpu"])
+    by_name: dict = {}
+    for g in step["gpu"]:
+        by_name[g["name"]] = by_name.get(g["name"], 0.0) + g["dur"]
+    top = breakdown.top_kernels(prof, n=3)
+    want = sorted(by_name.values(), reverse=True)[:3]
+    assert list(top["total µs"]) == pytest.approx(want, abs=0.051)
+    assert list(top["% of GPU time"]) == pytest.approx([100 * t / total for t in want], abs=0.051)
+    per = breakdown.kernels_per_op(prof, n=None)
+    assert list(per["GPU µs"]) == sorted(per["GPU µs"], reverse=True)
+    chart = breakdown.breakdown_chart([prof], step="last")
+    table = breakdown.step_table(prof).loc[prof.forward_step]
+    shown = {t.name: t.x[0] for t in chart.data}
+    assert shown["waiting for the host"] == pytest.approx(table["waiting for the host %"], abs=0.051)
+    assert shown["waiting on other GPU work"] == pytest.approx(table["waiting on other GPU work %"], abs=0.051)
+
+
+def test_chapter_10_the_verdict_names_the_op_before_the_longest_wait(own):
+    from helpers.views import breakdown
+    for prof in own.values():
+        gaps = breakdown.idle_gaps(prof)
+        host = gaps[gaps["cause"] == "host"]
+        text = breakdown.verdict(prof)
+        if "comes before work launched by" not in text:
+            continue
+        per: dict = {}
+        for op, us in zip(host["top_aten_op"], host["idle_us"]):
+            per[op] = per.get(op, 0.0) + us
+        op = max(per, key=per.get)
+        assert text.endswith(f"{per[op]:.0f} µs, comes before work launched by "
+                             + (op if isinstance(op, str) else "an op the trace does not name"))
