@@ -605,3 +605,58 @@ def test_chapter_10_the_verdict_names_the_op_before_the_longest_wait(own):
         op = max(per, key=per.get)
         assert text.endswith(f"{per[op]:.0f} µs, comes before work launched by "
                              + (op if isinstance(op, str) else "an op the trace does not name"))
+
+
+# --- the in-browser judge (every chapter's guesses), run in Node: what a reader is told ------------
+
+GUESS_JS = ROOT / "helpers" / "views" / "js" / "guess.js"
+
+
+def judge_in_node(cases: list[tuple[dict, str]]) -> list[dict]:
+    """guess.js's judge(key, text) on each case, in Node (no browser: the page's DOM stubbed out)."""
+    import shutil
+    import subprocess
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is missing: apt-get install nodejs")
+    script = ("globalThis.window = globalThis; globalThis.document = {currentScript: null, querySelectorAll: () => []};"
+              f"require('vm').runInThisContext(require('fs').readFileSync({json.dumps(str(GUESS_JS))}, 'utf8'));"
+              "const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "process.stdout.write(JSON.stringify(cases.map(([k, t]) => window.attentionProfiled.guess.judge(k, t))));")
+    out = subprocess.run([node, "-e", script], input=json.dumps(cases), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_the_browser_judge_reads_units_and_tolerance_as_a_reader_writes_them():
+    from helpers.views import guess
+    exact = guess.number_key("z-us", "How long?", 12, unit=" µs")
+    near = guess.number_key("z-near", "How many?", 10, tolerance=0.1)
+    cases = [(exact, "12 µs"), (exact, "12 μs"), (exact, "12us"), (exact, "13 µs"),
+             (near, "10.9"), (near, "9.05"), (near, "11.05"), (near, "8.9")]
+    got = judge_in_node(cases)
+    assert [g.get("verdict", g.get("message")) for g in got] == [
+        "right", "right", "right", "wrong",  # the micro sign (U+00B5) and the Greek mu (U+03BC) both read as µ
+        "right", "right", "wrong", "wrong"]  # within 10 % of the answer (10), not of the guess
+
+
+def test_the_browser_judge_of_a_kernel_list_needs_every_kernel():
+    from helpers import profile_stage
+    from helpers.views import guess
+    key = guess.kernels_key(profile_stage("naive", mode="replay", quiet=True))
+    kinds = [a["kind"] for a in key["answer"]]
+    assert len(kinds) > 2
+    (one, whole, extra) = judge_in_node([(key, kinds[0]), (key, ", ".join(kinds)), (key, ", ".join(kinds + [kinds[0]]))])
+    assert one["verdict"] == "wrong" and [i["status"] for i in one["items"]] == ["matched"] + ["missing"] * (len(kinds) - 1)
+    assert whole["verdict"] == "right"
+    assert extra["verdict"] == "wrong" and extra["items"][-1]["status"] == "extra"
+
+
+def test_the_status_words_say_who_has_what():
+    """What the table beside a judged kernel list says of each row: a kernel the reader left out is
+    "missing from your guess"; one the reader named that the trace lacks is "not in the trace"."""
+    text = GUESS_JS.read_text()
+    words = dict(re.findall(r'(\w+): "([^"]*)"', re.search(r"STATUS_TEXT = \{(.*?)\}", text, re.S).group(1)))
+    assert "guess" in words["missing"] and "trace" not in words["missing"]
+    assert "trace" in words["extra"] and "guess" not in words["extra"]
+    assert words["matched"].startswith("match") and words["differs"].startswith("differ")
