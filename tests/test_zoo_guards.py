@@ -660,3 +660,101 @@ def test_the_status_words_say_who_has_what():
     assert "guess" in words["missing"] and "trace" not in words["missing"]
     assert "trace" in words["extra"] and "guess" not in words["extra"]
     assert words["matched"].startswith("match") and words["differs"].startswith("differ")
+
+
+# --- chapter 07: occupancy, from the raw trace and ncu's rows ----------------------------------------
+
+@pytest.fixture(scope="module")
+def occ_profiles():
+    from helpers import occupancy_lessons
+    return occupancy_lessons.load_stages()
+
+
+def test_chapter_07_longest_kernel_gpu_time_and_tflops_from_the_raw_events(occ_profiles):
+    from conftest import raw_last_step, raw_per_step
+    from helpers.chapters import occupancy_lessons as lessons
+    for stage in ("sdpa_flash", "sdpa_cudnn", "naive"):
+        prof = occ_profiles[stage]
+        kernels = [e for e, _ in raw_last_step(prof.events)[0] if e["cat"] == "kernel"]
+        assert lessons.main_kernel(prof)["name"] == max(kernels, key=lambda e: e["dur"])["name"], stage
+    table = lessons.low_occupancy(occ_profiles)
+    gpu = {}
+    for stage, r in table.iterrows():
+        s = raw(occ_profiles[stage].trace_path)["provenance"]["shape"]
+        gpu[stage] = raw_per_step(occ_profiles[stage].events)[-1][0]
+        flops = 4 * s["batch"] * s["heads"] * s["seq"] ** 2 * s["head_dim"] / 2  # causal: half the products
+        assert r["GPU µs per forward"] == pytest.approx(gpu[stage], abs=0.051), stage
+        assert r["attention TFLOP/s"] == pytest.approx(flops / (gpu[stage] * 1e-6) / 1e12, abs=0.051), stage
+    g = lessons.glue_low_occupancy(occ_profiles)
+    assert g["speedup"] == f"{gpu['naive'] / gpu['sdpa_flash']:.1f}"
+
+
+def test_chapter_07_achieved_over_theoretical_is_its_two_columns(occ_profiles):
+    from helpers import counters
+    from helpers.chapters import occupancy_lessons as lessons, occupancy_truth as truth
+    t = truth.occupancy_truth(counters.collect(lessons.STAGES), occ_profiles)
+    assert len(t)
+    for _, r in t.iterrows():
+        if r["calculator %"]:
+            assert r["achieved / theoretical"] == pytest.approx(r["ncu achieved %"] / r["calculator %"], abs=0.011)
+    # ncu measures achieved below theoretical for a kernel whose blocks do not fill the SMs forever
+    assert (t["ncu achieved %"] <= t["ncu theoretical %"] + 0.5).all()
+
+
+# --- chapters 06b (torch.compile), 06c (Flex), 04d (a Hub kernel): from the raw events ---------------
+
+def raw_gpu_us(prof) -> float:
+    from conftest import raw_per_step
+    return raw_per_step(prof.events)[-1][0]
+
+
+def test_chapter_06b_fused_kernel_first_call_and_speed_from_the_recording(stage_profiles):
+    from conftest import raw_last_step
+    from helpers.chapters import compiled
+    comp, naive = stage_profiles["naive_compiled"], stage_profiles["naive"]
+    triton = [e for e, _ in raw_last_step(comp.events)[0] if e["cat"] == "kernel" and e["name"].startswith("triton")]
+    longest = max(triton, key=lambda e: e["dur"])
+    k = compiled.fused_kernel(comp)
+    assert k["name"] == longest["name"] and float(k["dur_us"]) == pytest.approx(longest["dur"], abs=1e-6)
+    pc, pn = raw(comp.trace_path)["provenance"], raw(naive.trace_path)["provenance"]
+    g = compiled.glue_first_call(comp, naive)
+    if pn.get("first_call_seconds") is not None:
+        assert g["naive_first_call_ms"] == f"{pn['first_call_seconds'] * 1e3:.1f}"  # seconds → ms
+    if pc.get("first_call_seconds") is not None and pc.get("do_bench_us"):
+        assert g["compiled_first_over_call"] == f"{pc['first_call_seconds'] * 1e6 / pc['do_bench_us']:,.0f}"
+    gc, gn = raw_gpu_us(comp), raw_gpu_us(naive)
+    faster = next(v for v in compiled.verdict_list(comp, naive) if v.claim.startswith("faster on the GPU"))
+    assert f"({gn / gc:.2f}× faster)" in faster.evidence and faster.holds == (gc < gn)
+
+
+def test_chapter_06c_call_gap_and_sweep_from_the_recording(stage_profiles):
+    from helpers import profile_stage
+    from helpers.chapters import flex
+    named = {s: stage_profiles[s] for s in ("sdpa_flash", "flex", "flex_sliding")}
+    gap = flex.call_gap(named)
+    for stage, r in gap.iterrows():
+        bench = raw(named[stage].trace_path)["provenance"].get("do_bench_us")
+        gpu = raw_gpu_us(named[stage])
+        if bench:
+            assert r["GPU busy %"] == pytest.approx(100 * gpu / bench, abs=0.051), stage
+            assert r["GPU busy %"] <= 100.05 or gpu > bench
+    sweep = flex.gap_sweep(fetch=profile_stage, mode="replay")
+    ratio = {}
+    for _, r in sweep.iterrows():
+        path = next(H200.glob(f"{r['stage']}__b8_h16_s{r['seq']}_d64_*.json.gz"))
+        p = raw(path)["provenance"]
+        if p.get("setup_seconds") is not None:
+            assert r["mask set-up ms"] == pytest.approx(p["setup_seconds"] * 1e3, abs=0.051)  # seconds → ms
+        if r["stage"] == "flex" and p.get("do_bench_us"):
+            ratio[r["seq"]] = r["do_bench / GPU"]
+    if ratio:
+        assert flex.widest_gap(sweep, "flex") == max(ratio, key=ratio.get)
+
+
+def test_chapter_04d_hub_kernel_time_against_sdpa_from_the_raw_events():
+    from helpers import profile_stage
+    from helpers.chapters import hub_flash
+    hub, sdpa = (profile_stage(s, mode="replay", quiet=True) for s in ("hub_flash", "sdpa_flash"))
+    gh, gs = raw_gpu_us(hub), raw_gpu_us(sdpa)
+    v = next(v for v in hub_flash.verdict_list(hub, sdpa) if v.claim.startswith("the same kernel takes about"))
+    assert f"hub_flash {gh:.1f} µs, sdpa_flash {gs:.1f} µs per forward ({gh / gs:.2f}×)" in v.evidence
