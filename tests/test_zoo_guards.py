@@ -758,3 +758,68 @@ def test_chapter_04d_hub_kernel_time_against_sdpa_from_the_raw_events():
     gh, gs = raw_gpu_us(hub), raw_gpu_us(sdpa)
     v = next(v for v in hub_flash.verdict_list(hub, sdpa) if v.claim.startswith("the same kernel takes about"))
     assert f"hub_flash {gh:.1f} µs, sdpa_flash {gs:.1f} µs per forward ({gh / gs:.2f}×)" in v.evidence
+
+
+# --- the calculator's JavaScript (occupancy.js) against ncu's own limits, in Node --------------------
+
+OCC_JS = ROOT / "helpers" / "occupancy" / "js" / "occupancy.js"
+
+
+def ncu_launches() -> list[dict]:
+    """Every kernel ncu recorded for the forwards: its launch (threads, registers, shared memory in
+    bytes) and ncu's own occupancy limits in blocks per SM, from the raw CSVs with plain csv."""
+    import csv
+    out, seen = [], set()
+    for path in sorted(NCU.glob(f"*__{KEY}.csv")):
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        start = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+        header, units = rows[start], rows[start + 1]
+        col = {c: i for i, c in enumerate(header)}
+        for r in rows[start + 2:]:
+            if not (r and r[0].strip().isdigit()):
+                continue
+            num = lambda c: float(r[col[c]].replace(",", ""))  # noqa: E731
+            smem = 0.0
+            for c in ("launch__shared_mem_per_block_dynamic", "launch__shared_mem_per_block_static"):
+                smem += num(c) * {"byte/block": 1, "Kbyte/block": 1e3, "Mbyte/block": 1e6}[units[col[c]]]
+            launch = (int(num("launch__block_size")), int(num("launch__registers_per_thread")), int(round(smem)))
+            if launch in seen:
+                continue
+            seen.add(launch)
+            out.append({"launch": launch, "limits": {
+                "warps": num("launch__occupancy_limit_warps"), "registers": num("launch__occupancy_limit_registers"),
+                "shared_memory": num("launch__occupancy_limit_shared_mem"), "blocks": num("launch__occupancy_limit_blocks")}})
+    return out
+
+
+def test_the_browser_calculator_gives_ncus_limits_for_every_recorded_kernel():
+    import shutil
+    import subprocess
+    from helpers.occupancy.browser import calculator_data
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is missing: apt-get install nodejs")
+    launches = ncu_launches()
+    assert launches
+    script = ("globalThis.window = globalThis;"
+              f"require('vm').runInThisContext(require('fs').readFileSync({json.dumps(str(OCC_JS))}, 'utf8'));"
+              "const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "const calc = window.attentionProfiled.createOccupancyCalculator(input.data);"
+              "process.stdout.write(JSON.stringify(input.launches.map(([t, r, s]) => {"
+              " const d = calc.detail('9.0', t, r, s); return {blocks: d.activeBlocks, limits: d.blockLimits,"
+              " warps: d.activeWarps, max: d.maxWarps, util: d.utilization, rpb: d.registersPerBlock}; })));")
+    data = calculator_data()
+    out = subprocess.run([node, "-e", script], input=json.dumps({"data": data, "launches": [k["launch"] for k in launches]}),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    for k, got in zip(launches, json.loads(out.stdout)):
+        want = min(k["limits"].values())
+        assert got["blocks"] == want, (k, got)
+        for what in ("warps", "registers", "blocks"):
+            assert got["limits"][what] == k["limits"][what], (what, k, got)
+        threads, regs, _ = k["launch"]
+        assert got["warps"] == want * -(-threads // 32)
+        # the register file in use: every active block's registers, over the SM's 65,536
+        assert got["util"]["registers"] == pytest.approx(want * got["rpb"] / 65536)
+        assert got["rpb"] >= threads * regs
