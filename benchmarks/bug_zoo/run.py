@@ -95,6 +95,9 @@ def plant(tree: Path, bug: dict) -> str | None:
 
 def run(args) -> list[dict]:
     tree = clean_copy(Path(args.tree))
+    if args.without_guards:  # the suite as it stood before the guards (a "before" run)
+        for guard in (tree / "tests").glob("test_zoo_*.py"):
+            guard.unlink()
     bugs = [b for b in BUGS if not args.only or b["id"] in args.only.split(",")]
     deselect: dict[str, list[str]] = {}  # test file set -> tests already red on the clean copy
     results = []
@@ -195,6 +198,8 @@ def main() -> None:
     ap.add_argument("--label", default="now", help="a name for this run in the results (before, after, …)")
     ap.add_argument("--guards-only", action="store_true",
                     help="targeted: run only tests/test_zoo_*.py (the guards written for this zoo's survivors)")
+    ap.add_argument("--without-guards", action="store_true",
+                    help="leave tests/test_zoo_*.py out of the copy: the suite before the guards")
     ap.add_argument("--escalate", action="store_true", help="targeted: run a survivor against the rest of the suite")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per pytest run")
     ap.add_argument("--tree", default="/tmp/bug_zoo_tree", help="where the clean copy goes (never the live tree)")
