@@ -189,9 +189,36 @@ def render(rows: list[dict]) -> None:
     (RESULTS / "bug_zoo.md").write_text("\n".join(lines))
 
 
+def combine() -> None:
+    """The "after" table without rerunning the unchanged suite: the existing test files are not
+    edited by the guards' work, so a bug the targeted run caught before is still caught by them;
+    a bug is caught after where the guards (`after`, targeted-guards) or the suite (`before`,
+    targeted) catch it."""
+    path = RESULTS / "bug_zoo.json"
+    rows = json.loads(path.read_text())
+    before = {r["id"]: r for r in rows if r["label"] == "before" and r["mode"] == "targeted"}
+    guards = {r["id"]: r for r in rows if r["label"] == "after" and r["mode"] == "targeted-guards"}
+    out = []
+    for b in BUGS:
+        if b["id"] not in before and b["id"] not in guards:
+            continue
+        g, s = guards.get(b["id"], {}), before.get(b["id"], {})
+        row = dict(g or s)
+        if g.get("result") == "caught":
+            row.update(result="caught", by=g["by"], stage="guards")
+        elif s.get("result") == "caught":
+            row.update(result="caught", by=s["by"], stage="suite (before)")
+        else:
+            row.update(result=g.get("result") or s.get("result"), by="",
+                       stage="guards" + (" + suite (before)" if s else ", suite not run"))
+        row.update(label="after", mode="targeted+guards", seconds=g.get("seconds", 0.0))
+        out.append(row)
+    save(out, argparse.Namespace())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    mode = ap.add_mutually_exclusive_group(required=True)
+    mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--targeted", dest="mode", action="store_const", const="targeted")
     mode.add_argument("--full", dest="mode", action="store_const", const="full")
     ap.add_argument("--only", default="", help="comma-separated bug ids")
@@ -203,13 +230,19 @@ def main() -> None:
     ap.add_argument("--escalate", action="store_true", help="targeted: run a survivor against the rest of the suite")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per pytest run")
     ap.add_argument("--tree", default="/tmp/bug_zoo_tree", help="where the clean copy goes (never the live tree)")
+    ap.add_argument("--combine", action="store_true", help="write the combined after table (see combine) and exit")
     ap.add_argument("--list", action="store_true", help="list the bugs and whether each applies, and exit")
     args = ap.parse_args()
+    if args.combine:
+        combine()
+        return
     if args.list:
         for b in BUGS:
             n = (ROOT / b["file"]).read_text().count(b["find"]) if (ROOT / b["file"]).exists() else 0
             print(f"{b['id']:40} {b['cls']:8} {b['file']:40} {'applies' if n == 1 else 'does not apply'}")
         return
+    if args.mode is None:
+        ap.error("one of --targeted, --full (or --combine, --list)")
     if Path(args.tree).resolve() == ROOT or ROOT in Path(args.tree).resolve().parents:
         sys.exit("the copy must be outside the live tree")
     results = run(args)
