@@ -99,6 +99,8 @@ def run(args) -> list[dict]:
         for guard in (tree / "tests").glob("test_zoo_*.py"):
             guard.unlink()
     bugs = [b for b in BUGS if not args.only or b["id"] in args.only.split(",")]
+    if args.reverse:
+        bugs.reverse()
     deselect: dict[str, list[str]] = {}  # test file set -> tests already red on the clean copy
     results = []
     for i, bug in enumerate(bugs, 1):
@@ -107,6 +109,9 @@ def run(args) -> list[dict]:
             files = sorted(f"tests/{q.name}" for q in (tree / "tests").glob("test_zoo_*.py"))
         row = {"id": bug["id"], "class": bug["cls"], "chapter": bug["chapter"], "file": bug["file"],
                "shows": bug["shows"], "mode": args.mode + ("-guards" if args.guards_only else ""), "label": args.label}
+        if args.skip_caught_in and caught_in(args.skip_caught_in, bug["id"]):
+            print(f"[{i}/{len(bugs)}] {bug['id']}: skipped, caught in {args.skip_caught_in}", flush=True)
+            continue
         original = plant(tree, bug)
         if original is None:
             results.append(row | {"result": "does not apply", "by": "", "seconds": 0.0})
@@ -151,6 +156,14 @@ def run(args) -> list[dict]:
         print(f"[{i}/{len(bugs)}] {bug['id']}: {result} {by} ({secs:.0f} s)", flush=True)
         save(results, args)
     return results
+
+
+def caught_in(label: str, bug_id: str) -> bool:
+    """Whether the results already hold `bug_id` caught by a targeted run labelled `label`."""
+    path = RESULTS / "bug_zoo.json"
+    rows = json.loads(path.read_text()) if path.exists() else []
+    return any(r["label"] == label and r["mode"] == "targeted" and r["id"] == bug_id and r["result"] == "caught"
+               for r in rows)
 
 
 def save(new: list[dict], args) -> None:
@@ -227,6 +240,9 @@ def main() -> None:
                     help="targeted: run only tests/test_zoo_*.py (the guards written for this zoo's survivors)")
     ap.add_argument("--without-guards", action="store_true",
                     help="leave tests/test_zoo_*.py out of the copy: the suite before the guards")
+    ap.add_argument("--reverse", action="store_true", help="the bugs in reverse order")
+    ap.add_argument("--skip-caught-in", default="", metavar="LABEL",
+                    help="skip a bug a targeted run labelled LABEL caught (read afresh before each bug)")
     ap.add_argument("--escalate", action="store_true", help="targeted: run a survivor against the rest of the suite")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per pytest run")
     ap.add_argument("--tree", default="/tmp/bug_zoo_tree", help="where the clean copy goes (never the live tree)")
