@@ -120,6 +120,8 @@ def run(args) -> list[dict]:
         (tree / bug["file"]).write_text(original)  # the baseline of these files runs clean
         keyword = GUARD_KEYWORDS.get(bug["chapter"], "") if args.guards_only else ""
         key = " ".join(files) + f" -k {keyword}" if args.mode == "targeted" else "full"
+        if key not in deselect and args.no_baseline:
+            deselect[key] = []
         if key not in deselect:
             base_args = quick_args(files, keyword) if args.mode == "targeted" else ["-x"]
             base_args = [a for a in base_args if a != "-x"]
@@ -243,6 +245,8 @@ def main() -> None:
     ap.add_argument("--reverse", action="store_true", help="the bugs in reverse order")
     ap.add_argument("--skip-caught-in", default="", metavar="LABEL",
                     help="skip a bug a targeted run labelled LABEL caught (read afresh before each bug)")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="skip the clean run of each test set (only where that set is known green)")
     ap.add_argument("--escalate", action="store_true", help="targeted: run a survivor against the rest of the suite")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per pytest run")
     ap.add_argument("--tree", default="/tmp/bug_zoo_tree", help="where the clean copy goes (never the live tree)")
