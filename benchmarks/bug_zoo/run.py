@@ -186,10 +186,27 @@ def render(rows: list[dict]) -> None:
              "copy of the tree by `benchmarks/bug_zoo/run.py`. Modes: **targeted** = the test files the bug "
              "names, fail-fast, `-n 0`, the tests reading the book build left out; **targeted+rest** = a "
              "survivor then run against every other test file (book build left out); **full** = the README's "
-             "`python -m pytest` (builds the book). Seconds are wall time on the shared 2-core machine.", ""]
+             "`python -m pytest` (builds the book); **targeted-guards** = only `tests/test_zoo_*.py`, the guards "
+             "written for the survivors, selected by the bug's chapter; **targeted+guards** (the after table, "
+             "`--combine`) = caught by those guards, or by the targeted suite in the before run (the guards' "
+             "work edits no existing test, so that result stands). A \"before\" run leaves the guards out "
+             "(`--without-guards`). Seconds are wall time on the shared 2-core machine, which ran up to four "
+             "of these at once beside other sessions (load 10–13): read them as an upper bound.", ""]
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["label"], r["mode"]), []).append(r)
+    summary = ["## Summary", "", "| run | mode | bugs run | caught | survived | by class (caught/run) |", "|---|---|---|---|---|---|"]
+    for (label, mode), rs in groups.items():
+        ran = [r for r in rs if r["result"] != "does not apply"]
+        classes: dict[str, list[int]] = {}
+        for r in ran:
+            c = classes.setdefault(r["class"], [0, 0])
+            c[0] += r["result"] == "caught"
+            c[1] += 1
+        summary.append(f"| {label} | {mode} | {len(ran)} of {len(BUGS)} | {sum(r['result'] == 'caught' for r in ran)} | "
+                       f"{sum(r['result'] == 'survived' for r in ran)} | "
+                       + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(classes.items())) + " |")
+    lines += summary + [""]
     for (label, mode), rs in groups.items():
         caught = sum(r["result"] == "caught" for r in rs)
         applied = sum(r["result"] != "does not apply" for r in rs)
