@@ -822,3 +822,29 @@ def test_the_browser_calculator_gives_ncus_limits_for_every_recorded_kernel():
         # the register file in use: every active block's registers, over the SM's 65,536
         assert got["util"]["registers"] == pytest.approx(want * got["rpb"] / 65536)
         assert got["rpb"] >= threads * regs
+
+
+def test_chapter_06b_the_fused_kernel_is_the_longest_of_several(stage_profiles):
+    """The recordings hold one Triton kernel per forward, so 'the longest' is only tested on an
+    edited copy: a second, shorter Triton kernel (its launch call copied) added to the last step."""
+    import copy
+    from conftest import raw_last_step
+    from helpers.chapters import compiled
+    from helpers.core.profile import Profile
+    comp = stage_profiles["naive_compiled"]
+    events = copy.deepcopy(comp.events)
+    gpu, _, _ = raw_last_step(events)
+    tk = next(e for e, _ in gpu if e["cat"] == "kernel" and e["name"].startswith("triton"))
+    call = next(e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X"
+                and e.get("args", {}).get("correlation") == tk["args"]["correlation"])
+    new = 1 + max(int(e["args"]["correlation"]) for e in events if isinstance(e.get("args"), dict)
+                  and isinstance(e["args"].get("correlation"), int))
+    short, launch = copy.deepcopy(tk), copy.deepcopy(call)
+    short.update(name="triton_poi_fused_add_0", dur=tk["dur"] / 10, ts=tk["ts"] + tk["dur"] + 1.0)
+    short["args"]["correlation"] = launch["args"]["correlation"] = new
+    launch["ts"] = call["ts"] + call["dur"] / 2
+    launch["dur"] = call["dur"] / 4
+    prof = Profile(events + [short, launch], comp.provenance, comp.trace_path)
+    triton = prof.kernels()
+    assert (triton["library"] == "Triton").sum() == 2  # the edit took: two Triton kernels in the step
+    assert compiled.fused_kernel(prof)["name"] == tk["name"]
