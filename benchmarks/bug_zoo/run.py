@@ -129,7 +129,7 @@ def run(args) -> list[dict]:
             deselect[key] = sorted(set(FAILED.findall(out)))
             print(f"  baseline of {key}: rc={rc}, {secs:.0f} s, red: {deselect[key]}", flush=True)
         plant(tree, bug)
-        extra = [f"--deselect={t}" for t in deselect[key]]
+        extra = [f"--deselect={t}" for t in deselect[key] + args.deselect]
         try:
             if args.mode == "targeted":
                 rc, out, secs = pytest(tree, quick_args(files, keyword) + extra, args.timeout)
@@ -264,6 +264,8 @@ def main() -> None:
                     help="skip a bug a targeted run labelled LABEL caught (read afresh before each bug)")
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip the clean run of each test set (only where that set is known green)")
+    ap.add_argument("--deselect", action="append", default=[], metavar="TEST",
+                    help="a test id to leave out (one that cannot pass in a copy: e.g. it needs the git repository)")
     ap.add_argument("--escalate", action="store_true", help="targeted: run a survivor against the rest of the suite")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per pytest run")
     ap.add_argument("--tree", default="/tmp/bug_zoo_tree", help="where the clean copy goes (never the live tree)")
