@@ -191,7 +191,12 @@ def render(rows: list[dict]) -> None:
              "`--combine`) = caught by those guards, or by the targeted suite in the before run (the guards' "
              "work edits no existing test, so that result stands). A \"before\" run leaves the guards out "
              "(`--without-guards`). Seconds are wall time on the shared 2-core machine, which ran up to four "
-             "of these at once beside other sessions (load 10–13): read them as an upper bound.", ""]
+             "of these at once beside other sessions (load 10–13): read them as an upper bound.", "",
+             "**--full is not reported here.** Tried once for training-first-oom-max (before and after), both "
+             "runs stopped (-x, ~8 min) at tests that fail in any copy of the tree, whatever the bug: "
+             "tests/test_colab.py::test_a_notebook_alone_fetches_the_helpers_and_runs and "
+             "tests/test_space.py::test_dockerignore_at_every_build_context (the copy has no .git). A full run "
+             "needs them deselected (`--deselect`) or its baseline run (drop `--no-baseline`, +10 min).", ""]
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["label"], r["mode"]), []).append(r)
