@@ -463,7 +463,10 @@ def glue_ceilings(roof: dict) -> dict:
     sheet = roof["datasheet"]
     values = {
         "gpu": roof["gpu"], "matmul_tflops": f"{roof['matmul TFLOP/s']:.0f}", "copy_tbps": f"{roof['copy TB/s']:.2f}",
-        "ridge": f"{roof['ridge FLOP/B']:.0f}",
+        "ridge": f"{roof['ridge FLOP/B']:.0f}", "bench_tflops": f"{roof['do_bench matmul TFLOP/s']:.0f}",
+        "fp32_tflops": f"{roof['fp32 TFLOP/s']:.1f}" if roof.get("fp32 TFLOP/s") else "—",
+        "fp32_ridge": f"{roof['fp32 ridge FLOP/B']:.1f}" if roof.get("fp32 ridge FLOP/B") else "—",
+        "bench_of_sheet": f"{100 * roof['do_bench matmul TFLOP/s'] / sheet['bf16 TFLOP/s']:.0f}" if sheet else "—",
         "sheet_part": sheet["part"] if sheet else "this GPU",
         "sheet_tflops": f"{sheet['bf16 TFLOP/s']:g}" if sheet else "—",
         "sheet_tbps": f"{sheet['TB/s']:g}" if sheet else "—",
@@ -490,6 +493,7 @@ def glue_roofline(pts: pd.DataFrame, roof: dict) -> dict:
         "closest": closest["stage"], "closest_pct": f"{closest['% of roof']:.0f}",
         "memory": _and(memory), "memory_count": len(memory), "compute": _and(compute),
         "cpu": _and(cpu), "cpu_count": len(cpu), "stages": len(pts),
+        "fp32_stages": _and(pts[pts["pipe"] == q.FFMA_PIPE]["stage"].tolist()),
         "cpu_detail": _and([f"{r['stage']} (do_bench {r['do_bench / profiler']:.2f}× the profiler's GPU time)"
                             for r in pts[pts["bound by the CPU"] == True].to_dict("records")]),  # noqa: E712
     }

@@ -319,6 +319,17 @@ def limits_table(kernels: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+def limits_kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
+    """backward_limits as a reader reads it, one row per kernel, rounded."""
+    cols = ["stage", "#", "kernel", "pipe", "GFLOP", "DRAM MB", "ncu µs", "TFLOP/s", "% of compute roof",
+            "% of copy roof", "bound by", "tensor instructions", "achieved occupancy %"]
+    out = kernels[cols].copy()
+    out["kernel"] = out["kernel"].str.slice(0, 70)
+    return out.set_index(["stage", "#"]).round({"GFLOP": 2, "DRAM MB": 1, "ncu µs": 1, "TFLOP/s": 1,
+                                               "% of compute roof": 1, "% of copy roof": 1,
+                                               "achieved occupancy %": 1})
+
+
 def _counters(recorded: dict) -> Counters:
     return Counters("replay", recorded["gpu"], recorded["provenance"],
                     {(s, DEFAULT_SHAPE.key): t for s, t in recorded["forward"].items()}, recorded["calibration"])
@@ -379,10 +390,55 @@ def answers(profiles: Mapping[str, Profile], memory: dict) -> dict:
     return out
 
 
-def glue_training(profiles: Mapping[str, Profile], memory: dict) -> dict:
+def memory_facts(memory: dict, forwards: Mapping[str, Profile] | None = None) -> dict:
+    """What the memory sections say in numbers: bytes per score at the peak (the fitted model)
+    against what autograd keeps (the ladder's saved bytes), the log-sum-exp's share of the fused
+    peaks, the seq at which each stage meets the GPU's memory with its inputs counted, and, from
+    the stage pages' forwards under no_grad (`forwards`), the memory a forward needs without autograd."""
+    table = bw.ladder(memory)
+    fits = bw.fit(table).set_index("stage")
     values = {}
+    for stage, r in fits.iterrows():
+        values[f"tr_{stage}_peak_per_score"] = f"{r['bytes_per_score']:.0f}"
+        values[f"tr_{stage}_peak_per_q"] = f"{r['bytes_per_q_element']:.1f}"
+    at = table[(table["status"] == "ok") & (table["seq"] == DEFAULT_SHAPE.seq)].set_index("stage")
+    if "naive" in at.index:
+        r = at.loc["naive"]
+        scores = float(r["batch"] * r["heads"] * r["seq"] ** 2)
+        values["tr_naive_kept_per_score"] = f"{memory_saved(memory, 'naive') / scores:.0f}"
+    lse = lse_bytes(DEFAULT_SHAPE)
+    shares = {s: 100 * lse / float(at.loc[s, "peak_bytes"]) for s in at.index if s in FUSED_STAGES}
+    if shares:
+        values["tr_lse_pct_min"] = f"{min(shares.values()):.1f}"
+        values["tr_lse_pct_max"] = f"{max(shares.values()):.1f}"
+    walls = bw.limit_seq(memory).set_index("stage")["wall_seq"]
+    for stage, wall in walls.items():
+        values[f"tr_{stage}_wall_m"] = f"{wall / 1e6:.2f}"
+    fused_walls = walls[walls.index.isin(FUSED_STAGES)]
+    values["tr_wall_past_million"] = ", ".join(fused_walls.index[fused_walls > 1e6]) or "none"
+    values["tr_wall_before_million"] = ", ".join(fused_walls.index[fused_walls <= 1e6]) or "none"
+    for stage, prof in (forwards or {}).items():
+        p = prof.provenance
+        if p.peak_memory_bytes is not None and p.memory_before_bytes is not None:
+            values[f"tr_{stage}_nograd_mib"] = f"{(p.peak_memory_bytes - p.memory_before_bytes) / MIB:,.1f}"
+        values[f"tr_{stage}_page_fwd_us"] = f"{float(prof.summary()['gpu_time_us']):.1f}"
+    return values
+
+
+FUSED_STAGES = ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto", "flex")
+
+
+def memory_saved(memory: dict, stage: str, seq: int = DEFAULT_SHAPE.seq) -> float:
+    """The bytes autograd's nodes saved beyond the inputs at `seq` (the ladder's saved_new_bytes)."""
+    rows = [r for r in memory.get("ladder", []) if r.get("stage") == stage and r.get("seq") == seq]
+    return float(rows[0]["saved_new_bytes"]) if rows and rows[0].get("saved_new_bytes") is not None else float("nan")
+
+
+def glue_training(profiles: Mapping[str, Profile], memory: dict, forwards: Mapping[str, Profile] | None = None) -> dict:
+    values = memory_facts(memory, forwards)
     phases = phases_table(profiles).set_index("stage")
     for stage, r in phases.iterrows():
+        values[f"tr_{stage}_fwd_us"] = f"{r['forward GPU µs']:.1f}"
         values[f"tr_{stage}_bwd_kernels"] = int(r["backward kernels"])
         values[f"tr_{stage}_fwd_kernels"] = int(r["forward kernels"])
         values[f"tr_{stage}_bwd_over_fwd"] = r["backward / forward"]

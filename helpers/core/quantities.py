@@ -47,8 +47,8 @@ LEDGER = {
     "executed TFLOP/s": ("TFLOP/s", "executed FLOPs over ncu time: the roofline's y"),
     "model TFLOP/s": ("TFLOP/s", "model FLOPs over the profiler GPU time: what the attention needed, per "
                                  "second the GPU spent"),
-    "GPU events": ("count", "everything a forward put on the GPU's timeline: kernels, memcpy and memset"),
-    "kernels": ("count", "the GPU events that are kernels (no memcpy, no memset)"),
+    "GPU event count": ("count", "everything a forward put on the GPU's timeline: kernels, memcpy and memset"),
+    "kernel count": ("count", "the GPU events that are kernels (no memcpy, no memset)"),
     "peak memory above the inputs": ("byte", "torch.cuda.max_memory_allocated during one step minus what "
                                              "was allocated before it (the inputs)"),
     "peak memory with the inputs": ("byte", "the same plus the inputs the step reads: q, k, v and, in "
