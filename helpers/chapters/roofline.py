@@ -39,12 +39,13 @@ SEQ_OPTIONS = ("right, to more FLOPs per byte", "left, to more bytes per FLOP", 
 CPU_BOUND_TOLERANCE = LINE
 
 # The datasheets' figures, labelled as such wherever they appear: dense (no sparsity) bf16 tensor
-# FLOP/s and memory bandwidth, from NVIDIA's product pages. The SXM parts where there are several.
+# FLOP/s, fp32 (non-tensor) FLOP/s and memory bandwidth, from NVIDIA's product pages. The SXM parts
+# where there are several.
 DATASHEET = {
-    "NVIDIA H200": {"part": "H200 SXM", "bf16 TFLOP/s": 989.0, "TB/s": 4.8},
-    "NVIDIA H100 80GB HBM3": {"part": "H100 SXM", "bf16 TFLOP/s": 989.0, "TB/s": 3.35},
-    "NVIDIA A100-SXM4-80GB": {"part": "A100 SXM 80GB", "bf16 TFLOP/s": 312.0, "TB/s": 2.039},
-    "NVIDIA L4": {"part": "L4", "bf16 TFLOP/s": 121.0, "TB/s": 0.3},
+    "NVIDIA H200": {"part": "H200 SXM", "bf16 TFLOP/s": 989.0, "fp32 TFLOP/s": 67.0, "TB/s": 4.8},
+    "NVIDIA H100 80GB HBM3": {"part": "H100 SXM", "bf16 TFLOP/s": 989.0, "fp32 TFLOP/s": 67.0, "TB/s": 3.35},
+    "NVIDIA A100-SXM4-80GB": {"part": "A100 SXM 80GB", "bf16 TFLOP/s": 312.0, "fp32 TFLOP/s": 19.5, "TB/s": 2.039},
+    "NVIDIA L4": {"part": "L4", "bf16 TFLOP/s": 121.0, "fp32 TFLOP/s": 30.3, "TB/s": 0.3},
 }
 # each stage's colour and marker: the registry's (Stage.colour, Stage.symbol)
 STAGE_COLORS = {name: st.colour for name, st in STAGES.items()}
@@ -126,12 +127,12 @@ def ceilings_table(roof: dict) -> pd.DataFrame:
                             (f"{q.FFMA_PIPE} roof (fp32 calibration matmul)", r.get("fp32 TFLOP/s"))):
             if value is None or r.get("compute roof from") != "ncu calibration":
                 continue
-            fp32 = "fp32" in name
+            key = "fp32 TFLOP/s" if "fp32" in name else "bf16 TFLOP/s"
             rows.append({"ceiling": name, "measured on": f"{r['gpu']} ({r['mode']})",
                          "what was timed": "Nsight Compute's calibration matmul (the next section), its ncu time",
                          "do_bench median (ms)": None, "measured": f"{value:,.2f} TFLOP/s",
-                         "datasheet": "—" if fp32 or not sheet else f"{sheet['bf16 TFLOP/s']:g} TFLOP/s ({sheet['part']} datasheet)",
-                         "measured / datasheet": None if fp32 or not sheet else round(value / sheet["bf16 TFLOP/s"], 2)})
+                         "datasheet": f"{sheet[key]:g} TFLOP/s ({sheet['part']} datasheet)" if sheet else "—",
+                         "measured / datasheet": round(value / sheet[key], 2) if sheet else None})
     return pd.DataFrame(rows).set_index("ceiling")
 
 
@@ -463,7 +464,7 @@ def glue_ceilings(roof: dict) -> dict:
     sheet = roof["datasheet"]
     values = {
         "gpu": roof["gpu"], "matmul_tflops": f"{roof['matmul TFLOP/s']:.0f}", "copy_tbps": f"{roof['copy TB/s']:.2f}",
-        "ridge": f"{roof['ridge FLOP/B']:.0f}", "bench_tflops": f"{roof['do_bench matmul TFLOP/s']:.0f}",
+        "ridge": f"{roof['ridge FLOP/B']:.0f}", "bound_share": f"{100 * q.BOUND_SHARE:.0f}", "bench_tflops": f"{roof['do_bench matmul TFLOP/s']:.0f}",
         "fp32_tflops": f"{roof['fp32 TFLOP/s']:.1f}" if roof.get("fp32 TFLOP/s") else "—",
         "fp32_ridge": f"{roof['fp32 ridge FLOP/B']:.1f}" if roof.get("fp32 ridge FLOP/B") else "—",
         "bench_of_sheet": f"{100 * roof['do_bench matmul TFLOP/s'] / sheet['bf16 TFLOP/s']:.0f}" if sheet else "—",

@@ -539,6 +539,7 @@ def glue_work(work: pd.DataFrame, kernels: pd.DataFrame | None = None) -> dict:
         values["tr_fp32_roof"] = f"{roof['fp32 TFLOP/s']:.1f}"
     if roof.get("copy TB/s"):
         values["tr_copy_roof"] = f"{roof['copy TB/s']:.2f}"
+    values["tr_bound_share"] = f"{100 * q.BOUND_SHARE:.0f}"
     first = w.iloc[0]
     values["tr_model_kept_gflop"] = first["model GFLOP, P kept (4 products)"]
     values["tr_model_recomputed_gflop"] = first["model GFLOP, P recomputed (5)"]
