@@ -40,13 +40,15 @@ STAGES = TRAINING_STAGES
 
 def phases_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
     """Per stage, one training step: kernels and GPU time of the forward and of the backward, the
-    backward's driver launches, and the threads that launched each."""
+    backward's driver launches, and the threads that launched each. The times are the training
+    recording's, a separate run from the stage pages' forwards: named "(training step)" apart."""
     rows = []
     for stage, prof in profiles.items():
         c = bw.phase_counts(prof)
         f, b = c["forward"], c["backward"]
         rows.append({"stage": stage, "forward kernels": f["kernels"], "backward kernels": b["kernels"],
-                     "forward GPU µs": round(f["gpu_time_us"], 1), "backward GPU µs": round(b["gpu_time_us"], 1),
+                     "forward GPU µs (training step)": round(f["gpu_time_us"], 1),
+                     "backward GPU µs (training step)": round(b["gpu_time_us"], 1),
                      "backward / forward": round(b["gpu_time_us"] / f["gpu_time_us"], 2) if f["gpu_time_us"] else None,
                      "backward driver launches": b["driver_launches"],
                      "backward launched from": ", ".join(b["threads"])})
@@ -438,7 +440,7 @@ def glue_training(profiles: Mapping[str, Profile], memory: dict, forwards: Mappi
     values = memory_facts(memory, forwards)
     phases = phases_table(profiles).set_index("stage")
     for stage, r in phases.iterrows():
-        values[f"tr_{stage}_fwd_us"] = f"{r['forward GPU µs']:.1f}"
+        values[f"tr_{stage}_fwd_us"] = f"{r['forward GPU µs (training step)']:.1f}"
         values[f"tr_{stage}_bwd_kernels"] = int(r["backward kernels"])
         values[f"tr_{stage}_fwd_kernels"] = int(r["forward kernels"])
         values[f"tr_{stage}_bwd_over_fwd"] = r["backward / forward"]
@@ -503,9 +505,9 @@ def timer_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
         s = prof.summary()
         p = prof.provenance
         b = of_call(s)
-        rows.append({"stage": stage, "profiler GPU µs": round(float(s["gpu_time_us"]), 1),
-                     "do_bench µs": round(p.do_bench_us, 1) if p.do_bench_us else None,
-                     "do_bench / profiler": round(p.do_bench_us / float(s["gpu_time_us"]), 2) if p.do_bench_us else None,
+        rows.append({"stage": stage, "step profiler GPU µs": round(float(s["gpu_time_us"]), 1),
+                     "step do_bench µs": round(p.do_bench_us, 1) if p.do_bench_us else None,
+                     "step do_bench / profiler": round(p.do_bench_us / float(s["gpu_time_us"]), 2) if p.do_bench_us else None,
                      "bound": "no independent timing recorded" if b is None else b.words})
     table = pd.DataFrame(rows)
     table.attrs["caption"] = ("One training step: the last profiled step's GPU events against do_bench per step; "
