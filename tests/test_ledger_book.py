@@ -34,7 +34,7 @@ COLUMNS = {
     "DRAM MB": ("forward DRAM bytes", 1e6), "forward MB": ("forward DRAM bytes", 1e6),
     "forward GB (ncu)": ("kernel DRAM bytes", 1e9),
     "FLOP/B": ("arithmetic intensity (forward DRAM bytes)", 1.0),
-    "forward FLOP/byte": ("arithmetic intensity (kernel DRAM bytes)", 1.0),
+    "forward FLOP per kernel byte": ("arithmetic intensity (kernel DRAM bytes)", 1.0),
     "TFLOP/s": ("executed TFLOP/s", 1.0), "model TFLOP/s": ("model TFLOP/s", 1.0),
     "ncu µs": ("ncu time", 1e-6),
     "GPU µs": ("profiler GPU time", 1e-6), "profiler GPU µs": ("profiler GPU time", 1e-6),

@@ -603,7 +603,8 @@ def flops_table(work: pd.DataFrame) -> pd.DataFrame:
 def bytes_table(work: pd.DataFrame) -> pd.DataFrame:
     """The bytes: each phase's DRAM traffic as ncu measured it, and FLOP per byte."""
     out = work[["stage", "backward kernels (ncu)", "forward GB (ncu)", "backward GB (ncu)",
-                "forward FLOP/byte", "backward FLOP/byte", "backward ncu µs"]]
+                "forward FLOP/byte", "backward FLOP/byte", "backward ncu µs"]].rename(columns={
+        "forward FLOP/byte": "forward FLOP per kernel byte", "backward FLOP/byte": "backward FLOP per kernel byte"})
     out.attrs["caption"] = ("Kernel DRAM bytes (Nsight Compute): the kernels' own, without the forward's copies, so "
                             "naive's forward FLOP/byte here is higher than chapter 9's, which counts its hidden "
                             "memcpy too (glossary: kernel DRAM bytes, forward DRAM bytes).")
