@@ -39,7 +39,9 @@ LEDGER = {
                                   "Compute's dram__bytes_read + dram__bytes_write, summed over the kernels"),
     "forward DRAM bytes": ("byte", "the kernel DRAM bytes plus the bytes of the forward's memcpy and memset "
                                    "events (the trace: ncu counts kernels only); naive's hidden copy included"),
-    "arithmetic intensity": ("FLOP/byte", "executed FLOPs over forward DRAM bytes (chapter 9 and 11 alike)"),
+    "arithmetic intensity": ("FLOP/byte", "executed FLOPs over DRAM bytes: chapter 9's forwards divide by the "
+                                          "forward DRAM bytes (copies included), chapter 11's phases by the kernel "
+                                          "DRAM bytes (its Nsight Compute tables hold kernels only), and name it so"),
     "ncu time": ("µs", "the kernels' gpu__time_duration under Nsight Compute, plus the copies' trace time"),
     "profiler GPU time": ("µs", "the sum of one forward's (or step's) GPU events in the profiler's trace: "
                                 "kernels, memcpy and memset"),
