@@ -167,3 +167,16 @@ def test_growth_is_the_ratio_of_the_recorded_peaks_at_each_doubling():
     assert [r for _, _, r in got] == pytest.approx([r for _, _, r in expected], rel=1e-12)
     last = {s: r for s, _, r in expected}
     assert 3.9 < last["naive"] < 4.1 and 1.9 < last["sdpa_flash"] < 2.1
+
+
+def test_naives_flop_ratio_is_the_tensor_pipes_two_plus_the_softmaxs_ffma(raw, chapter):
+    """Item 13: naive's backward/forward ratio under 2 comes from the forward softmax's FFMAs."""
+    fwd = _raw.kernels(_raw.H200 / "ncu" / "naive__b8_h16_s1024_d64_bfloat16_causal.csv")
+    bwd = raw["seg"]["naive"]
+    t = sum(k["tensor"] for k in bwd) / sum(k["tensor"] for k in fwd)
+    ff, fb = (sum(k["ffma"] for k in ks) * raw["cal"]["per_ffma"] for ks in (fwd, bwd))
+    g = chapter["glue"]
+    assert g["tr_naive_tensor_ratio"] == round(t, 2) == 2.0
+    assert g["tr_naive_fwd_ffma_gflop"] == round(ff / 1e9, 2) and g["tr_naive_bwd_ffma_gflop"] == round(fb / 1e9, 2)
+    total = (sum(_raw.flops(k, raw["cal"]) for k in bwd) / sum(_raw.flops(k, raw["cal"]) for k in fwd))
+    assert g["tr_naive_flops_ratio"] == round(total, 2) == 1.88
