@@ -495,6 +495,9 @@ def glue_roofline(pts: pd.DataFrame, roof: dict) -> dict:
         "memory": _and(memory), "memory_count": len(memory), "compute": _and(compute),
         "cpu": _and(cpu), "cpu_count": len(cpu), "stages": len(pts),
         "fp32_stages": _and(pts[pts["pipe"] == q.FFMA_PIPE]["stage"].tolist()),
+        # right of the ridge is not bound by compute: the share of the compute roof they reach
+        "compute_pct_min": f"{pts[pts['roof'] == 'compute']['% of roof'].min():.0f}" if len(compute) else "—",
+        "compute_pct_max": f"{pts[pts['roof'] == 'compute']['% of roof'].max():.0f}" if len(compute) else "—",
         "cpu_detail": _and([f"{r['stage']} (do_bench {r['do_bench / profiler']:.2f}× the profiler's GPU time)"
                             for r in pts[pts["bound by the CPU"] == True].to_dict("records")]),  # noqa: E712
     }

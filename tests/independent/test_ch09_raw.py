@@ -125,3 +125,24 @@ def test_the_chart_draws_the_fp32_roof_at_the_calibration(raw, page):
     import math
     notes = {a.text: a.y for a in fig.layout.annotations}
     assert notes["measured fp32 roof (FFMA, no tensor cores)"] == pytest.approx(math.log10(raw["cal"]["fp32_tflops"]))
+
+
+def test_right_of_the_ridge_is_not_bound_by_compute(raw, page):
+    """The stages right of the tensor ridge, and the share of the compute roof they reach (raw)."""
+    from helpers import roofline
+    times = roofline.timings(page["c"], quiet=True)
+    pts = roofline.points(page["c"], page["roof"], times, shapes=[page["c"].default_shape])
+    g = roofline.glue_roofline(pts, page["roof"])
+    ridge = raw["cal"]["bf16_tflops"] / raw["copy"]
+    shares = {}
+    for stage, ks in raw["k"].items():
+        fl = sum(_raw.flops(k, raw["cal"]) for k in ks)
+        cb, cus = _copies(stage)
+        by = sum(k["dram"] for k in ks) + cb
+        s = sum(k["ns"] for k in ks) / 1e9 + cus / 1e6
+        tensor = sum(k["tensor"] for k in ks) >= sum(k["ffma"] for k in ks) * raw["cal"]["per_ffma"]
+        if tensor and fl / by >= ridge:
+            shares[stage] = 100 * fl / s / 1e12 / raw["cal"]["bf16_tflops"]
+    assert g["compute"].replace(" and ", ", ") == ", ".join(shares)
+    assert g["compute_pct_min"] == f"{min(shares.values()):.0f}" and g["compute_pct_max"] == f"{max(shares.values()):.0f}"
+    assert max(shares.values()) < 60
