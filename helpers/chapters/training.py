@@ -418,6 +418,10 @@ def memory_facts(memory: dict, forwards: Mapping[str, Profile] | None = None) ->
     if shares:
         values["tr_lse_pct_min"] = f"{min(shares.values()):.1f}"
         values["tr_lse_pct_max"] = f"{max(shares.values()):.1f}"
+    capped = table[(table["status"] == "ok") & (table["stopped"] == "cap")]
+    if len(capped):
+        values["tr_cap_step_min"] = f"{capped['step_seconds'].min():.1f}"
+        values["tr_cap_step_max"] = f"{capped['step_seconds'].max():.1f}"
     walls = bw.limit_seq(memory).set_index("stage")["wall_seq"]
     for stage, wall in walls.items():
         values[f"tr_{stage}_wall_m"] = f"{wall / 1e6:.2f}"

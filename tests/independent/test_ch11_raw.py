@@ -180,3 +180,11 @@ def test_naives_flop_ratio_is_the_tensor_pipes_two_plus_the_softmaxs_ffma(raw, c
     assert g["tr_naive_fwd_ffma_gflop"] == round(ff / 1e9, 2) and g["tr_naive_bwd_ffma_gflop"] == round(fb / 1e9, 2)
     total = (sum(_raw.flops(k, raw["cal"]) for k in bwd) / sum(_raw.flops(k, raw["cal"]) for k in fwd))
     assert g["tr_naive_flops_ratio"] == round(total, 2) == 1.88
+
+
+def test_the_steps_at_the_searchs_cap_took_what_the_ladder_says():
+    memory = _raw.memory()
+    from helpers import training
+    g = training.memory_facts(memory)
+    capped = [r["step_seconds"] for r in memory["ladder"] if r.get("stopped") == "cap" and r.get("status") == "ok"]
+    assert g["tr_cap_step_min"] == f"{min(capped):.1f}" and g["tr_cap_step_max"] == f"{max(capped):.1f}"
