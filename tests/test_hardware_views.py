@@ -101,7 +101,7 @@ def test_measured_flops_lie_where_the_masking_puts_them(collected):
     least (its softmax's FFMAs on top)."""
     work = counters.work(collected, None)
     for row in work.to_dict("records"):
-        ratio = row["measured / model"]
+        ratio = row["executed / model"]
         if row["kernels"] == 1:
             assert 1 <= ratio < 2, row
         else:
@@ -187,10 +187,21 @@ def test_ceilings_are_the_recording(roof):
     by = {c["ceiling"]: c["value"] for c in CEILINGS["ceilings"]}
     matmul = next(v for k, v in by.items() if "matmul" in k)
     copy = next(v for k, v in by.items() if "copy" in k)
-    assert roof["matmul TFLOP/s"] == matmul and roof["copy TB/s"] == copy
+    assert roof["do_bench matmul TFLOP/s"] == matmul and roof["copy TB/s"] == copy
     assert roof["gpu"] == CEILINGS["provenance"]["gpu"]
+    # the compute roofs are the calibration matmuls' 2·m·n·k over their ncu time (raw), as the points are timed
+    pipes = {}
+    for cal in PROVENANCE["calibration"]:
+        rows, units = raw(NCU_DIR / f"{cal['name']}.csv")
+        ns = sum(base(r, units, "gpu__time_duration.sum") for r in rows)
+        pipes[cal["dtype"]] = 2 * cal["m"] * cal["n"] * cal["k"] / ns / 1e3
+    tensor, fp32 = pipes["bfloat16"], pipes["float32"]
+    assert roof["matmul TFLOP/s"] == pytest.approx(tensor, rel=1e-12)
+    assert roof["fp32 TFLOP/s"] == pytest.approx(fp32, rel=1e-12)
+    assert roof["ridge FLOP/B"] == pytest.approx(tensor / copy, rel=1e-12)
     xs = np.array([1.0, roof["ridge FLOP/B"], 1e4])
-    assert list(roofline.roof_at(xs, roof) / 1e12) == pytest.approx([copy, matmul, matmul])
+    assert list(roofline.roof_at(xs, roof) / 1e12) == pytest.approx([copy, tensor, tensor])
+    assert list(roofline.roof_at(xs, roof, "fp32 FFMA") / 1e12) == pytest.approx([copy, fp32, fp32])
     table = roofline.ceilings_table(roof)
     assert table["datasheet"].str.contains("datasheet").all()
 
@@ -478,7 +489,9 @@ def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(m
     monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "NVIDIA L4")
     roof = roofline.load_ceilings(c, quiet=True)
     assert roof["gpu"] == PROVENANCE["gpu"] and roof["mode"] == "replay"
-    assert roof["live"]["gpu"] == "NVIDIA L4" and roof["live"]["matmul TFLOP/s"] == roof["matmul TFLOP/s"] / 4
+    # the L4 has no calibration matmul of its own under ncu: its compute roof is do_bench's matmul
+    assert roof["live"]["gpu"] == "NVIDIA L4" and roof["live"]["matmul TFLOP/s"] == roof["do_bench matmul TFLOP/s"] / 4
+    assert roof["live"]["compute roof from"] == "do_bench" and roof["compute roof from"] == "ncu calibration"
     table = roofline.ceilings_table(roof)
     assert set(table["measured on"]) == {f"{PROVENANCE['gpu']} (replay)", "NVIDIA L4 (live)"}
     # the next page of the session reuses the measurement: measure() is not called again

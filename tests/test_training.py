@@ -164,15 +164,23 @@ def test_peak_grows_4x_per_doubling_where_a_seq_by_seq_tensor_is_kept_else_2x(me
         s = prof.shape
         keeps[prof.stage] = prof.provenance.extra["training"]["held_bytes"] >= s.batch * s.heads * s.seq**2 * 2
     assert any(keeps.values()) and not all(keeps.values())
+    # the chapter's growth() and its models_table, against the recorded peaks
+    from helpers.core import backward as bw
+    from helpers.chapters import training as view
+    last = bw.growth(bw.ladder(memory)).groupby("stage").last()
+    table = view.models_table(memory).set_index("stage")
+    assert set(last.index) == set(ok_rows(memory))
     for stage, rows in ok_rows(memory).items():
         rows = sorted(rows, key=lambda r: r["seq"])
         a, b = rows[-2], rows[-1]
         assert b["seq"] == 2 * a["seq"]
         ratio = b["peak_bytes"] / a["peak_bytes"]
+        assert last.loc[stage, "seq"] == b["seq"] and last.loc[stage, "ratio"] == pytest.approx(ratio, rel=1e-12)
+        assert table.loc[stage, "last doubling ×"] == round(ratio, 2)
         if keeps[stage]:
-            assert 3.6 <= ratio <= 4.4, (stage, ratio)
+            assert 3.6 <= last.loc[stage, "ratio"] <= 4.4, (stage, ratio)
         else:
-            assert 1.8 <= ratio <= 2.2, (stage, ratio)
+            assert 1.8 <= last.loc[stage, "ratio"] <= 2.2, (stage, ratio)
 
 
 def test_the_largest_seq_is_the_last_step_that_ran(memory):
@@ -298,7 +306,11 @@ def test_glued_values_read_as_numbers_not_reprs(memory):
     from helpers.chapters import training as view
     from helpers.sources import training_modes as tm
     profiles = {p.name.split("__")[0]: tm.load_step(p.name.split("__")[0]) for p in TRACES}
-    values = view.glue_training(profiles, memory) | view.glue_work(view.ncu_work(tm.training_counters()))
+    from helpers.sources.modes import profile_stage
+    forwards = {st: profile_stage(st, mode="replay", quiet=True) for st in ("naive", "sdpa_flash")}
+    recorded = tm.training_counters()
+    values = view.glue_training(profiles, memory, forwards) | view.glue_work(view.ncu_work(recorded),
+                                                                          view.backward_limits(recorded))
     assert values and all(type(v) in (int, float, str, bool) for v in values.values()), \
         {k: type(v) for k, v in values.items() if type(v) not in (int, float, str, bool)}
 
@@ -307,9 +319,13 @@ def test_the_models_memory_wall_falls_where_the_search_ran_out(memory):
     """For every stage that ran out of memory, the fitted model fills the GPU between the last
     seq that ran and the one that did not: the model and the search agree on where the wall is."""
     from helpers.core import backward as bw
-    limits = bw.limit_seq(memory).set_index("stage")["model_limit_seq"]
+    table = bw.limit_seq(memory).set_index("stage")
     ran_out = [r for r in memory["ladder"] if r.get("status") == "oom"]
     assert ran_out
-    for r in ran_out:
-        last_ok = max(x["seq"] for x in memory["ladder"] if x.get("stage") == r["stage"] and x.get("status") == "ok")
-        assert last_ok < limits[r["stage"]] < r["seq"], (r["stage"], last_ok, limits[r["stage"]], r["seq"])
+    for column in ("model_limit_seq", "wall_seq"):      # above the inputs, and with q, k, v, dO counted
+        limits = table[column]
+        for r in ran_out:
+            last_ok = max(x["seq"] for x in memory["ladder"] if x.get("stage") == r["stage"] and x.get("status") == "ok")
+            assert last_ok < limits[r["stage"]] < r["seq"], (column, r["stage"], last_ok, limits[r["stage"]], r["seq"])
+    # counting the inputs can only bring the wall nearer
+    assert (table["wall_seq"] <= table["model_limit_seq"]).all()

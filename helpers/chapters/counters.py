@@ -16,6 +16,7 @@ from typing import Mapping
 import pandas as pd
 
 from ..core import ncu_tables as ncu
+from ..core import quantities as q
 from ..core.counters import Counters, calibrations as _calibrations  # noqa: F401  (Counters: the chapter's type)
 from ..core.profile import Profile
 from ..core import config
@@ -27,57 +28,44 @@ MB = 1e6
 COPIES = "copies MB (trace)"   # memcpy and memset: no kernel, so no ncu row; their bytes come from the trace
 # the work counters that carry FLOPs, one per family so nothing is counted twice: the tensor
 # pipe's ops of every instruction (HMMA and Hopper's HGMMA alike) by source type, and FFMA
-TENSOR_TOTAL = re.compile(r"^sm__ops_path_tensor_src_(?P<src>[a-z0-9]+)(_dst_(?P<dst>[a-z0-9]+))?\.sum$")
-FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+TENSOR_TOTAL, FFMA = q.TENSOR_TOTAL, q.FFMA   # the ledger's (helpers.core.quantities)
 
 
 # ------------------------------------------------------------------------------------------ work
-
-def _work_columns(table: pd.DataFrame) -> list[str]:
-    return [c for c in table.columns if TENSOR_TOTAL.match(c) or c == FFMA]
-
 
 def calibration(c: Counters) -> pd.DataFrame:
     """What one unit of each FLOP-carrying counter stands for, from the calibration matmuls: their
     FLOPs (2·m·n·k, from the shape) over what the counter read. One row per counter that read
     anything in a calibration."""
-    rows = []
-    for cal in _calibrations(c.provenance):
-        table = c.calibration[cal["name"]]
-        flops = 2 * cal["m"] * cal["n"] * cal["k"]
-        for counter in _work_columns(table):
-            reading = float(table[counter].sum())
-            if reading > 0:
-                rows.append({"matmul": f"{cal['dtype']}, {cal['m']}×{cal['n']}×{cal['k']}",
-                             "FLOPs (2·m·n·k)": flops, "counter": counter.removesuffix(".sum"),
-                             "reading": int(round(reading)), "FLOPs per unit": flops / reading})
-    out = pd.DataFrame(rows, columns=["matmul", "FLOPs (2·m·n·k)", "counter", "reading", "FLOPs per unit"])
-    return out.set_index("matmul")
+    rows = [{"matmul": r["matmul"], "FLOPs (2·m·n·k)": r["FLOPs (2·m·n·k)"], "counter": r["counter"].removesuffix(".sum"),
+             "reading": int(round(r["reading"])), "FLOPs per unit": r["FLOPs per unit"],
+             "ncu µs": r["ncu ns"] / 1e3, "TFLOP/s": r["FLOPs (2·m·n·k)"] / r["ncu ns"] / 1e3}
+            for r in q.calibration_rows(c.calibration, _calibrations(c.provenance))]
+    out = pd.DataFrame(rows, columns=["matmul", "FLOPs (2·m·n·k)", "counter", "reading", "FLOPs per unit",
+                                      "ncu µs", "TFLOP/s"])
+    return out.set_index("matmul").round({"ncu µs": 1, "TFLOP/s": 1})
 
 
 def flops_per_unit(c: Counters) -> dict[str, float]:
     """counter -> FLOPs per unit, each from the calibration in which it carries the work (the
-    one where its share of the FLOPs is largest)."""
-    table = calibration(c).reset_index()
-    best = {}
-    for counter, rows in table.groupby("counter"):
-        row = rows.loc[rows["reading"].idxmax()]
-        best[f"{counter}.sum"] = float(row["FLOPs per unit"])
-    return best
+    one where its reading is largest): the ledger's (helpers.core.quantities)."""
+    return q.flops_per_unit(c.calibration, _calibrations(c.provenance))
+
+
+def pipe_roofs(c: Counters) -> dict[str, float]:
+    """The bf16 tensor roof and the fp32 FFMA roof (TFLOP/s) of the calibration matmuls."""
+    return q.pipe_roofs(c.calibration, _calibrations(c.provenance))
 
 
 def kernel_flops(table: pd.DataFrame, factors: Mapping[str, float]) -> pd.Series:
-    """FLOPs of each kernel: every calibrated counter's reading times its FLOPs per unit."""
-    total = pd.Series(0.0, index=table.index)
-    for counter, factor in factors.items():
-        if counter in table.columns:
-            total = total + table[counter].fillna(0).astype(float) * factor
-    return total
+    """Executed FLOPs of each kernel (the ledger's): every calibrated counter's reading times its
+    FLOPs per unit."""
+    return q.executed_flops(table, factors)
 
 
 def work(c: Counters, shape: Shape | None = DEFAULT_SHAPE) -> pd.DataFrame:
-    """Per forward: the FLOPs the counters measured against the attention's FLOPs from the shape
-    (4·B·H·S²·D, halved for a causal mask). A fused kernel that computes the diagonal tiles in full
+    """Per forward: the executed FLOPs (the counters), split by pipe (tensor and FFMA), against
+    the model FLOPs (4·B·H·S²·D, halved for a causal mask). A fused kernel that computes the diagonal tiles in full
     does a little more than the causal half; one that ignores the mask, up to twice as much.
     One row per stage at `shape` (None: every shape collected, with a seq column)."""
     factors = flops_per_unit(c)
@@ -86,17 +74,22 @@ def work(c: Counters, shape: Shape | None = DEFAULT_SHAPE) -> pd.DataFrame:
         if shape is not None and key != shape.key:
             continue
         s = Shape.from_key(key)
-        flops = float(kernel_flops(table, factors).sum())
+        tensor = float(q.tensor_flops(table, factors).sum())
+        ffma = float(q.ffma_flops(table, factors).sum())
+        flops = tensor + ffma
+        model = q.model_flops(s)
         rows.append({"stage": stage, "seq": s.seq, "kernels": len(table),
-                     "measured GFLOP": round(flops / 1e9, 2),
-                     "model GFLOP (4·B·H·S²·D/2)": round(s.attention_flops / 1e9, 2),
-                     "measured / model": round(flops / s.attention_flops, 3)})
+                     "executed GFLOP": round(flops / 1e9, 2),
+                     "of which tensor pipe": round(tensor / 1e9, 2), "of which FFMA": round(ffma / 1e9, 2),
+                     "model GFLOP (4·B·H·S²·D/2)": round(model / 1e9, 2),
+                     "executed / model": round(flops / model, 3),
+                     "tensor / model": round(tensor / model, 3), "FFMA / model": round(ffma / model, 3)})
     out = pd.DataFrame(rows)
     return out.drop(columns=["seq"]).set_index("stage") if shape is not None else out
 
 
 def glue_calibration(c: Counters) -> dict:
-    """Glue the FLOPs per unit of the tensor and FFMA counters, and the measured / model ratio of
+    """Glue the FLOPs per unit of the tensor and FFMA counters, and the executed / model ratio of
     the stages the page names, as `cal_<name>`."""
     factors = flops_per_unit(c)
     tensor = [k for k in factors if TENSOR_TOTAL.match(k)]
@@ -104,15 +97,18 @@ def glue_calibration(c: Counters) -> dict:
               "tensor_factor": f"{factors[tensor[0]]:.3g}" if tensor else "—",
               "ffma_factor": f"{factors[FFMA]:.3g}" if FFMA in factors else "—"}
     w = work(c)
-    ratios = w["measured / model"]
+    ratios = w["executed / model"]
     for stage in ("naive", *PINNED_BACKENDS):
         key = get_stage(stage).short
         if stage in ratios:
             values[f"{key}_ratio"] = f"{ratios[stage]:.3f}"
+            values[f"{key}_tensor_ratio"] = f"{w.loc[stage, 'tensor / model']:.3f}"
+            values[f"{key}_ffma_ratio"] = f"{w.loc[stage, 'FFMA / model']:.3f}"
+            values[f"{key}_ffma_gflop"] = f"{w.loc[stage, 'of which FFMA']:.2f}"
     # fused (one kernel): between the causal FLOPs and the full square; unfused: the full square at least
     fused, unfused = w[w["kernels"] == 1], w[w["kernels"] > 1]
-    odd = list(fused.index[(fused["measured / model"] < 1) | (fused["measured / model"] >= 2)]) + \
-        list(unfused.index[unfused["measured / model"] < 2])
+    odd = list(fused.index[(fused["executed / model"] < 1) | (fused["executed / model"] >= 2)]) + \
+        list(unfused.index[unfused["executed / model"] < 2])
     values["verdict"] = ("The counters and the shape agree where they should, and the factors hold" if not odd else
                          f"The counters and the shape disagree for {', '.join(odd)}: read its counters before "
                          f"trusting its point")

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..views.prose import glue
 from ..core.profile import Profile
+from ..core import quantities as q
 from ..core.stages import ARTICLE_STAGES, PINNED_BACKENDS
 from ..occupancy.calculator import UNLIMITED, Occupancy, kineto_estimated_occupancy_pct, occupancy
 from ..occupancy.charts import limiter_label, spec_of
@@ -164,7 +165,7 @@ def glue_kernel(prefix: str, prof: Profile) -> dict:
     c = config(prof)
     s = steps(c["spec"], c["threads"], c["registers"], c["smem"])
     shape = prof.shape
-    tflops = shape.attention_flops / (c["dur_us"] * 1e-6) / 1e12
+    tflops = q.model_tflops(shape, c["dur_us"])   # the ledger's model TFLOP/s
     values = {
         "gpu": c["spec"].name, "threads": s["threads"], "registers": s["registers"],
         "smem": f"{s['smem']:,}", "smem_kib": f"{s['smem'] / KiB:g}",
@@ -274,7 +275,7 @@ def glue_granularity(gpu, registers: int = 40, threads: int = 128) -> dict:
 LOW_OPTIONS = ["naive (high occupancy)", "sdpa_flash (low occupancy)"]
 
 def low_occupancy(profiles: dict[str, Profile], stages=("naive", *PINNED_BACKENDS, "flex")) -> pd.DataFrame:
-    """Per stage: GPU time of one forward, attention TFLOP/s, and the theoretical occupancy,
+    """Per stage: GPU time of one forward, model TFLOP/s (the ledger's), and the theoretical occupancy,
     register-file and shared-memory use of its longest kernel."""
     rows = []
     for stage in stages:
@@ -287,7 +288,7 @@ def low_occupancy(profiles: dict[str, Profile], stages=("naive", *PINNED_BACKEND
         rows.append({
             "stage": stage, "kernels": int(prof.summary()["kernels"]),
             "GPU µs per forward": round(gpu_us, 1),
-            "attention TFLOP/s": round(prof.shape.attention_flops / (gpu_us * 1e-6) / 1e12, 1),
+            "model TFLOP/s": round(q.model_tflops(prof.shape, gpu_us), 1),
             "longest kernel": c["summary"], "its occupancy %": round(s["occupancy_pct"], 1),
             "its warps per SM": s["active_warps"], "register file in use %":
                 round(s["regs_in_use_pct"], 1), "shared memory in use %":

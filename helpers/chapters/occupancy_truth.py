@@ -204,6 +204,18 @@ def glue_truth(table: pd.DataFrame, prefix: str = "truth") -> dict:
     return values
 
 
+def glue_executed(c: Counters, stage: str = "sdpa_flash", shape: Shape = DEFAULT_SHAPE) -> dict:
+    """Glue a stage's executed TFLOP/s (the ledger's: executed FLOPs over ncu time, chapter 9's
+    roofline y) as `<short>_executed_tflops`, for the page to set beside its model TFLOP/s."""
+    from ..core import quantities as q
+    from .counters import flops_per_unit
+    table = c.stage(stage, shape)
+    flops = float(q.executed_flops(table, flops_per_unit(c)).sum())
+    value = f"{flops / q.ncu_seconds(table) / q.TB:.0f}"
+    glue(f"{get_stage(stage).short}_executed_tflops", value)
+    return {"executed_tflops": value}
+
+
 ACHIEVED_OPTIONS = ("0%, as CUPTI says", "below the theoretical occupancy", "the theoretical occupancy, exactly",
                     "above the theoretical occupancy")
 

@@ -27,7 +27,8 @@ from ..core.profile import Profile
 from ..core.recordings import recorded_ncu_shapes, recorded_profile
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, STAGES, Shape, get_stage
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
-from .counters import Counters, copy_bytes, flops_per_unit, kernel_flops
+from ..core import quantities as q
+from .counters import Counters, copy_bytes, flops_per_unit, kernel_flops, pipe_roofs
 from ..views.prose import glue
 
 TB = 1e12
@@ -38,12 +39,13 @@ SEQ_OPTIONS = ("right, to more FLOPs per byte", "left, to more bytes per FLOP", 
 CPU_BOUND_TOLERANCE = LINE
 
 # The datasheets' figures, labelled as such wherever they appear: dense (no sparsity) bf16 tensor
-# FLOP/s and memory bandwidth, from NVIDIA's product pages. The SXM parts where there are several.
+# FLOP/s, fp32 (non-tensor) FLOP/s and memory bandwidth, from NVIDIA's product pages. The SXM parts
+# where there are several.
 DATASHEET = {
-    "NVIDIA H200": {"part": "H200 SXM", "bf16 TFLOP/s": 989.0, "TB/s": 4.8},
-    "NVIDIA H100 80GB HBM3": {"part": "H100 SXM", "bf16 TFLOP/s": 989.0, "TB/s": 3.35},
-    "NVIDIA A100-SXM4-80GB": {"part": "A100 SXM 80GB", "bf16 TFLOP/s": 312.0, "TB/s": 2.039},
-    "NVIDIA L4": {"part": "L4", "bf16 TFLOP/s": 121.0, "TB/s": 0.3},
+    "NVIDIA H200": {"part": "H200 SXM", "bf16 TFLOP/s": 989.0, "fp32 TFLOP/s": 67.0, "TB/s": 4.8},
+    "NVIDIA H100 80GB HBM3": {"part": "H100 SXM", "bf16 TFLOP/s": 989.0, "fp32 TFLOP/s": 67.0, "TB/s": 3.35},
+    "NVIDIA A100-SXM4-80GB": {"part": "A100 SXM 80GB", "bf16 TFLOP/s": 312.0, "fp32 TFLOP/s": 19.5, "TB/s": 2.039},
+    "NVIDIA L4": {"part": "L4", "bf16 TFLOP/s": 121.0, "fp32 TFLOP/s": 30.3, "TB/s": 0.3},
 }
 # each stage's colour and marker: the registry's (Stage.colour, Stage.symbol)
 STAGE_COLORS = {name: st.colour for name, st in STAGES.items()}
@@ -51,12 +53,26 @@ STAGE_COLORS = {name: st.colour for name, st in STAGES.items()}
 
 # ------------------------------------------------------------------------------------- ceilings
 
-def _roof(table: pd.DataFrame, gpu: str, how: str) -> dict:
+def _roof(table: pd.DataFrame, gpu: str, how: str, pipes: dict | None = None) -> dict:
+    """The roofs of one GPU. The compute roofs are the ledger's (helpers.core.quantities): the
+    calibration matmuls' FLOPs over their ncu time, bf16 on the tensor cores and fp32 on the FMA
+    units, timed as the points are; do_bench's bf16 matmul rides along for the ceilings table, and
+    is the roof only where no calibration was recorded."""
     by = table.set_index("ceiling")["value"]
-    matmul = float(by[next(c for c in by.index if "matmul" in c)])
+    bench = float(by[next(c for c in by.index if "matmul" in c)])
     copy = float(by[next(c for c in by.index if "copy" in c)])
-    return {"matmul TFLOP/s": matmul, "copy TB/s": copy, "ridge FLOP/B": matmul / copy,
-            "gpu": gpu, "mode": how, "table": table, "datasheet": DATASHEET.get(gpu), "live": None}
+    pipes = pipes or {}
+    matmul = pipes.get(q.TENSOR_PIPE, bench)
+    fp32 = pipes.get(q.FFMA_PIPE)
+    return {"matmul TFLOP/s": matmul, "copy TB/s": copy, "ridge FLOP/B": q.ridge(matmul, copy),
+            "fp32 TFLOP/s": fp32, "fp32 ridge FLOP/B": q.ridge(fp32, copy) if fp32 else None,
+            "do_bench matmul TFLOP/s": bench, "compute roof from": "ncu calibration" if q.TENSOR_PIPE in pipes
+            else "do_bench", "gpu": gpu, "mode": how, "table": table, "datasheet": DATASHEET.get(gpu), "live": None}
+
+
+def pipe_roof(roof: dict, pipe: str | None) -> float:
+    """The compute roof (TFLOP/s) of a pipe: fp32 FFMA's where the roofs have one, else bf16 tensor."""
+    return roof["fp32 TFLOP/s"] if pipe == q.FFMA_PIPE and roof.get("fp32 TFLOP/s") else roof["matmul TFLOP/s"]
 
 
 def load_ceilings(c: Counters | None = None, mode: str = "auto", quiet: bool = False, *, fetch_live, recorded) -> dict:
@@ -70,14 +86,16 @@ def load_ceilings(c: Counters | None = None, mode: str = "auto", quiet: bool = F
     `fetch_live(mode)` gives (this GPU's ceilings, its name) or None, `recorded()` the replay set's:
     helpers.roofline.load_ceilings is handed sources.ceilings' own."""
     measured = fetch_live(mode)
-    live = None if measured is None else _roof(measured[0], measured[1], "live")
+    pipes = pipe_roofs(c) if c is not None and c.calibration else None
+    live = None if measured is None else _roof(measured[0], measured[1], "live",
+                                               pipes if c is not None and c.gpu == measured[1] else None)
     if live is not None and (c is None or c.gpu == live["gpu"]):
         roof = live
         line = f"Measured the ceilings live on {live['gpu']} with triton.testing.do_bench."
     else:
         table = recorded()
         p = table.attrs.get("provenance", {})
-        roof = _roof(table, p.get("gpu", "?"), "replay")
+        roof = _roof(table, p.get("gpu", "?"), "replay", pipes)
         roof["live"] = live
         line = (f"Replaying the ceilings measured on {roof['gpu']} on {p.get('date', '?')[:10]} with "
                 f"triton.testing.do_bench (torch {p.get('torch', '?')})")
@@ -105,12 +123,23 @@ def ceilings_table(roof: dict) -> pd.DataFrame:
                          "datasheet": f"{sheet[key]:g} {row['value unit']} ({sheet['part']} datasheet)"
                          if sheet else "—",
                          "measured / datasheet": round(row["value"] / sheet[key], 2) if sheet else None})
+        for name, value in ((f"{q.TENSOR_PIPE} roof (bf16 calibration matmul)", r.get("matmul TFLOP/s")),
+                            (f"{q.FFMA_PIPE} roof (fp32 calibration matmul)", r.get("fp32 TFLOP/s"))):
+            if value is None or r.get("compute roof from") != "ncu calibration":
+                continue
+            key = "fp32 TFLOP/s" if "fp32" in name else "bf16 TFLOP/s"
+            rows.append({"ceiling": name, "measured on": f"{r['gpu']} ({r['mode']})",
+                         "what was timed": "Nsight Compute's calibration matmul (the next section), its ncu time",
+                         "do_bench median (ms)": None, "measured": f"{value:,.2f} TFLOP/s",
+                         "datasheet": f"{sheet[key]:g} TFLOP/s ({sheet['part']} datasheet)" if sheet else "—",
+                         "measured / datasheet": round(value / sheet[key], 2) if sheet else None})
     return pd.DataFrame(rows).set_index("ceiling")
 
 
-def roof_at(intensity, roof: dict) -> np.ndarray:
-    """The attainable FLOP/s at an arithmetic intensity (FLOP/B): min(matmul, intensity × copy)."""
-    return np.minimum(roof["matmul TFLOP/s"] * TB, np.asarray(intensity, dtype=float) * roof["copy TB/s"] * TB)
+def roof_at(intensity, roof: dict, pipe: str | None = None) -> np.ndarray:
+    """The attainable FLOP/s at an arithmetic intensity (FLOP/B) on a pipe's roofs:
+    min(the pipe's compute roof, intensity × copy); the bf16 tensor roof by default."""
+    return q.attainable(intensity, pipe_roof(roof, pipe), roof["copy TB/s"])
 
 
 # --------------------------------------------------------------------------------------- points
@@ -202,22 +231,27 @@ def points(c: Counters, roof: dict, times: pd.DataFrame | None = None,
         if keys is not None and key not in keys:
             continue
         shape = Shape.from_key(key)
-        flops = float(kernel_flops(table, factors).sum())
+        tensor, ffma = float(q.tensor_flops(table, factors).sum()), float(q.ffma_flops(table, factors).sum())
+        flops = tensor + ffma
+        # the pipe that did most of the forward's FLOPs sets its compute roof (sdpa_math's fp32
+        # matmuls run on the FMA units, not the tensor cores)
+        pipe = q.FFMA_PIPE if ffma > tensor else q.TENSOR_PIPE
         # the whole forward, as chapter 5 counts it: the kernels' DRAM bytes (ncu) and the bytes of
         # its copies (the trace: naive's hidden Memcpy), and the copies' time beside the kernels'
         copy_b, copy_s = _copies(times, stage, shape)
-        moved = float(table["dram_bytes"].sum()) + copy_b
-        seconds = float(table["time_ns"].sum()) / 1e9 + copy_s
+        moved = q.forward_dram_bytes(table, copy_b)
+        seconds = q.ncu_seconds(table, copy_s)
         intensity = flops / moved if moved else float("nan")
-        attainable = float(roof_at(intensity, roof))
+        attainable = float(roof_at(intensity, roof, pipe))
+        ridge = q.ridge(pipe_roof(roof, pipe), roof["copy TB/s"])
         gpu_us, bench_us, ratio = _cpu_bound(times, stage, shape)
         cpu = None if ratio is None else bound(bench_us, gpu_us).cpu_bound
         rows.append({
             "stage": stage, "seq": shape.seq, "shape": key, "kernels": len(table),
             "GFLOP": flops / 1e9, "DRAM MB": moved / 1e6, "ncu µs": seconds * 1e6,
             "FLOP/B": intensity, "TFLOP/s": flops / seconds / TB, "TB/s": moved / seconds / TB,
-            "roof TFLOP/s": attainable / TB, "% of roof": 100 * flops / seconds / attainable,
-            "roof": "memory" if intensity < roof["ridge FLOP/B"] else "compute",
+            "pipe": pipe, "roof TFLOP/s": attainable / TB, "% of roof": 100 * flops / seconds / attainable,
+            "roof": "memory" if intensity < ridge else "compute",
             "profiler GPU µs": gpu_us, "do_bench µs": bench_us,
             "do_bench / profiler": ratio, "bound by the CPU": cpu})
     return pd.DataFrame(rows)
@@ -231,32 +265,48 @@ def kernel_points(c: Counters, roof: dict, shape: Shape = DEFAULT_SHAPE) -> pd.D
     for (stage, key), table in c.kernels.items():
         if key != shape.key:
             continue
-        flops = kernel_flops(table, factors)
-        for r, f in zip(table.to_dict("records"), flops):
-            seconds = r["time_ns"] / 1e9
-            intensity = f / r["dram_bytes"] if r["dram_bytes"] else float("nan")
-            rows.append({"stage": stage, "#": r["#"], "kernel": r["kernel"], "GFLOP": f / 1e9,
-                         "DRAM MB": r["dram_bytes"] / 1e6, "ncu µs": seconds * 1e6, "FLOP/B": intensity,
-                         "TFLOP/s": f / seconds / TB if seconds else float("nan"),
-                         "% of roof": 100 * f / seconds / float(roof_at(intensity, roof))
-                         if seconds and f else float("nan")})
+        rows += kernel_rows(stage, table, factors, roof)
     return pd.DataFrame(rows)
+
+
+def kernel_rows(stage: str, table: pd.DataFrame, factors: dict, roof: dict) -> list[dict]:
+    """One row per kernel of an ncu table: executed FLOPs, DRAM bytes, ncu time, the pipe that did
+    its FLOPs, and where it stands against that pipe's roofs (helpers.core.quantities.limit)."""
+    flops, pipes = kernel_flops(table, factors), q.pipe_of(table, factors)
+    rows = []
+    for r, f, pipe in zip(table.to_dict("records"), flops, pipes):
+        seconds = r["time_ns"] / 1e9
+        intensity = f / r["dram_bytes"] if r["dram_bytes"] else float("nan")
+        lim = q.limit(f, r["dram_bytes"], seconds, pipe_roof(roof, pipe), roof["copy TB/s"]) if seconds else {}
+        rows.append({"stage": stage, "#": r["#"], "kernel": r["kernel"], "GFLOP": f / 1e9,
+                     "DRAM MB": r["dram_bytes"] / 1e6, "ncu µs": seconds * 1e6, "FLOP/B": intensity,
+                     "TFLOP/s": f / seconds / TB if seconds else float("nan"), "pipe": pipe or "—",
+                     "% of roof": 100 * f / seconds / float(roof_at(intensity, roof, pipe))
+                     if seconds and f else float("nan"),
+                     "% of copy roof": lim.get("% of copy roof", float("nan")),
+                     "bound by": lim.get("bound", "—")})
+    return rows
 
 
 def kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
     """The per-kernel points as a reader reads them, indexed by stage and kernel number."""
-    return kernels.set_index(["stage", "#"]).round({"GFLOP": 2, "DRAM MB": 1, "ncu µs": 1, "FLOP/B": 1,
-                                                     "TFLOP/s": 1, "% of roof": 1})
+    out = kernels.set_index(["stage", "#"]).round({"GFLOP": 2, "DRAM MB": 1, "ncu µs": 1, "FLOP/B": 1,
+                                                    "TFLOP/s": 1, "% of roof": 1, "% of copy roof": 1})
+    out.attrs = {"caption": ("pipe: the pipe that did the kernel's FLOPs (the tensor pipe's counters against fp32 "
+                             "FFMA instructions); % of roof: of that pipe's roof at its intensity; bound by: the "
+                             f"roof it reaches {q.BOUND_SHARE:.0%} of (compute or memory), else neither roof (latency).")}
+    return out
 
 
 def table(pts: pd.DataFrame) -> pd.DataFrame:
     """The points as a reader reads them, rounded, one row per stage."""
-    cols = ["stage", "kernels", "GFLOP", "DRAM MB", "FLOP/B", "TFLOP/s", "% of roof", "roof", "ncu µs",
+    cols = ["stage", "kernels", "GFLOP", "DRAM MB", "FLOP/B", "TFLOP/s", "pipe", "% of roof", "roof", "ncu µs",
             "do_bench µs", "bound by the CPU"]
     out = pts[cols].copy()
     out["bound by the CPU"] = out["bound by the CPU"].map({True: "yes", False: "no", None: "—"})
     out = out.set_index("stage")
-    out.attrs = {"caption": ("One forward per row. DRAM MB: its kernels' bytes (Nsight Compute) plus its "
+    out.attrs = {"caption": ("One forward per row. GFLOP: executed FLOPs (the counters). pipe: the one that did "
+                             "most of them; its roof is the one over the point. DRAM MB: its kernels' bytes (Nsight Compute) plus its "
                              "copies' bytes (the trace: naive's hidden Memcpy), as chapter 5 counts them; "
                              "ncu µs: the kernels' time plus the copies'. Bound by the CPU: do_bench more "
                              f"than {LINE:.0%} over the GPU time (the glossary's definition).")}
@@ -280,7 +330,17 @@ def _roof_lines(fig: go.Figure, roof: dict) -> None:
                     line=dict(color=SERIES_COLORS["GPU time"], width=3), showlegend=False,
                     hovertemplate="measured roof at %{x:.1f} FLOP/B: %{y:.0f} TFLOP/s<extra></extra>")
     fig.add_annotation(x=1, xref="x domain", xanchor="right", y=np.log10(roof["matmul TFLOP/s"]), yanchor="top",
-                       text="measured roof", showarrow=False, font=dict(color=SERIES_COLORS["GPU time"], size=12))
+                       text="measured roof (bf16 tensor cores)", showarrow=False,
+                       font=dict(color=SERIES_COLORS["GPU time"], size=12))
+    if roof.get("fp32 TFLOP/s"):
+        # the roof of the kernels whose FLOPs are fp32 FFMA instructions (sdpa_math's matmuls)
+        fig.add_scatter(x=xs, y=roof_at(xs, roof, q.FFMA_PIPE) / TB, mode="lines", showlegend=False,
+                        name=f"fp32 roof measured on {literal(roof['gpu'])}",
+                        line=dict(color=SERIES_COLORS["GPU time"], width=1.5, dash="dot"),
+                        hovertemplate="fp32 (FFMA) roof at %{x:.1f} FLOP/B: %{y:.0f} TFLOP/s<extra></extra>")
+        fig.add_annotation(x=1, xref="x domain", xanchor="right", y=np.log10(roof["fp32 TFLOP/s"]), yanchor="bottom",
+                           text="measured fp32 roof (FFMA, no tensor cores)", showarrow=False,
+                           font=dict(color=SERIES_COLORS["GPU time"], size=11))
     sheet = roof.get("datasheet")
     if sheet:
         ys = np.minimum(sheet["bf16 TFLOP/s"], xs * sheet["TB/s"])
@@ -404,7 +464,10 @@ def glue_ceilings(roof: dict) -> dict:
     sheet = roof["datasheet"]
     values = {
         "gpu": roof["gpu"], "matmul_tflops": f"{roof['matmul TFLOP/s']:.0f}", "copy_tbps": f"{roof['copy TB/s']:.2f}",
-        "ridge": f"{roof['ridge FLOP/B']:.0f}",
+        "ridge": f"{roof['ridge FLOP/B']:.0f}", "bound_share": f"{100 * q.BOUND_SHARE:.0f}", "bench_tflops": f"{roof['do_bench matmul TFLOP/s']:.0f}",
+        "fp32_tflops": f"{roof['fp32 TFLOP/s']:.1f}" if roof.get("fp32 TFLOP/s") else "—",
+        "fp32_ridge": f"{roof['fp32 ridge FLOP/B']:.1f}" if roof.get("fp32 ridge FLOP/B") else "—",
+        "bench_of_sheet": f"{100 * roof['do_bench matmul TFLOP/s'] / sheet['bf16 TFLOP/s']:.0f}" if sheet else "—",
         "sheet_part": sheet["part"] if sheet else "this GPU",
         "sheet_tflops": f"{sheet['bf16 TFLOP/s']:g}" if sheet else "—",
         "sheet_tbps": f"{sheet['TB/s']:g}" if sheet else "—",
@@ -431,6 +494,10 @@ def glue_roofline(pts: pd.DataFrame, roof: dict) -> dict:
         "closest": closest["stage"], "closest_pct": f"{closest['% of roof']:.0f}",
         "memory": _and(memory), "memory_count": len(memory), "compute": _and(compute),
         "cpu": _and(cpu), "cpu_count": len(cpu), "stages": len(pts),
+        "fp32_stages": _and(pts[pts["pipe"] == q.FFMA_PIPE]["stage"].tolist()),
+        # right of the ridge is not bound by compute: the share of the compute roof they reach
+        "compute_pct_min": f"{pts[pts['roof'] == 'compute']['% of roof'].min():.0f}" if len(compute) else "—",
+        "compute_pct_max": f"{pts[pts['roof'] == 'compute']['% of roof'].max():.0f}" if len(compute) else "—",
         "cpu_detail": _and([f"{r['stage']} (do_bench {r['do_bench / profiler']:.2f}× the profiler's GPU time)"
                             for r in pts[pts["bound by the CPU"] == True].to_dict("records")]),  # noqa: E712
     }

@@ -17,6 +17,7 @@ from IPython.display import HTML
 
 from ..core.bound import LINE, of_call
 from ..core import backward as bw
+from ..core import quantities as q
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, Shape
 from ..core.stages import STAGES as STAGES_REGISTRY
@@ -24,7 +25,8 @@ from ..core.training_stages import TRAINING_STAGES, backward_flops, recompute_fr
 from ..views.charts import KIND_COLORS, MUTED, _title
 from ..views.perfetto import trace_links
 from ..views.prose import glue
-from .counters import Counters, flops_per_unit, kernel_flops
+from .counters import Counters, flops_per_unit, kernel_flops, pipe_roofs
+from . import roofline
 
 MIB = 2**20
 GIB = 2**30
@@ -38,13 +40,15 @@ STAGES = TRAINING_STAGES
 
 def phases_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
     """Per stage, one training step: kernels and GPU time of the forward and of the backward, the
-    backward's driver launches, and the threads that launched each."""
+    backward's driver launches, and the threads that launched each. The times are the training
+    recording's, a separate run from the stage pages' forwards: named "(training step)" apart."""
     rows = []
     for stage, prof in profiles.items():
         c = bw.phase_counts(prof)
         f, b = c["forward"], c["backward"]
         rows.append({"stage": stage, "forward kernels": f["kernels"], "backward kernels": b["kernels"],
-                     "forward GPU µs": round(f["gpu_time_us"], 1), "backward GPU µs": round(b["gpu_time_us"], 1),
+                     "forward GPU µs (training step)": round(f["gpu_time_us"], 1),
+                     "backward GPU µs (training step)": round(b["gpu_time_us"], 1),
                      "backward / forward": round(b["gpu_time_us"] / f["gpu_time_us"], 2) if f["gpu_time_us"] else None,
                      "backward driver launches": b["driver_launches"],
                      "backward launched from": ", ".join(b["threads"])})
@@ -193,9 +197,14 @@ def max_seq_table(memory: dict) -> pd.DataFrame:
     seq at which the fitted model's peak reaches the GPU's memory."""
     t = bw.max_seq(memory)
     t["peak at max GiB"] = (t.pop("peak_at_max_bytes") / GIB).round(2)
-    limits = bw.limit_seq(memory).set_index("stage")["model_limit_seq"]
-    t["model: memory full at seq"] = t["stage"].map(limits).round(-1).astype("Int64")
-    return t.rename(columns={"max_seq": "largest seq that ran"})
+    limits = bw.limit_seq(memory).set_index("stage")
+    t["model above the inputs: full at seq"] = t["stage"].map(limits["model_limit_seq"]).round(-1).astype("Int64")
+    t["model with q, k, v, dO: full at seq"] = t["stage"].map(limits["wall_seq"]).round(-1).astype("Int64")
+    t = t.rename(columns={"max_seq": "largest seq that ran"})
+    t.attrs["caption"] = ("The two models' columns: the fitted peak above the inputs alone, and the same plus the "
+                          "inputs a step reads (q, k, v and dO, 8 bytes per element of q): the second is the one "
+                          "that meets the GPU's memory.")
+    return t
 
 
 # --- the memory timeline --------------------------------------------------------------------------
@@ -255,27 +264,91 @@ def snapshot_links(stage: str, data: bytes, shape_key: str, where: str) -> HTML:
 
 def work_table(backward: Mapping[str, pd.DataFrame], forward: Mapping[str, pd.DataFrame],
                factors: Mapping[str, float], shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame:
-    """Per stage: FLOPs and DRAM bytes of the forward and of the backward as Nsight Compute
-    measured them (tensor-pipe counters × the calibration's FLOPs per unit), the backward's FLOPs
-    from the shape (5 products where P is recomputed, 4 where it is kept), and each phase's
-    arithmetic intensity."""
+    """Per stage: executed FLOPs and kernel DRAM bytes of the forward and of the backward as
+    Nsight Compute measured them (the ledger's, helpers.core.quantities: tensor-pipe and FFMA
+    counters × the calibration's FLOPs per unit), the backward's model FLOPs from the shape (5
+    products where P is recomputed, 4 where it is kept), each phase's arithmetic intensity, and
+    the backward's ncu time. Kernel bytes only: ncu's tables of the training step hold kernels."""
     rows = []
     for stage, b in backward.items():
         f = forward.get(stage)
         bf = float(kernel_flops(b, factors).sum())
-        bb = float(b["dram_bytes"].sum())
+        bb = q.kernel_dram_bytes(b)
         row = {"stage": stage, "backward kernels (ncu)": len(b), "backward GFLOP (ncu)": round(bf / 1e9, 1),
+               "backward FFMA GFLOP (ncu)": round(float(q.ffma_flops(b, factors).sum()) / 1e9, 2),
                "backward GB (ncu)": round(bb / 1e9, 2),
                "backward FLOP/byte": round(bf / bb, 1) if bb else None,
+               "backward ncu µs": round(q.ncu_seconds(b) * 1e6, 1),
                "model GFLOP, P kept (4 products)": round(recompute_free_backward_flops(shape) / 1e9, 1),
                "model GFLOP, P recomputed (5)": round(backward_flops(shape) / 1e9, 1)}
         if f is not None:
-            ff, fb = float(kernel_flops(f, factors).sum()), float(f["dram_bytes"].sum())
+            ff, fb = float(kernel_flops(f, factors).sum()), q.kernel_dram_bytes(f)
+            tensor_ratio = float(q.tensor_flops(b, factors).sum()) / float(q.tensor_flops(f, factors).sum()) \
+                if float(q.tensor_flops(f, factors).sum()) else None
             row |= {"forward GFLOP (ncu)": round(ff / 1e9, 1), "forward GB (ncu)": round(fb / 1e9, 2),
+                    "forward FFMA GFLOP (ncu)": round(float(q.ffma_flops(f, factors).sum()) / 1e9, 2),
+                    "backward / forward, tensor pipe": round(tensor_ratio, 2) if tensor_ratio else None,
                     "forward FLOP/byte": round(ff / fb, 1) if fb else None,
                     "backward / forward FLOPs": round(bf / ff, 2) if ff else None}
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def backward_limits(recorded: dict) -> pd.DataFrame:
+    """Every backward kernel against the roofs of the pipe it runs on (chapter 9's per-kernel
+    reading, helpers.chapters.roofline.kernel_rows): executed FLOPs, bytes, ncu time, the pipe,
+    its share of that pipe's compute roof and of the copy roof, what bounds it, and which tensor
+    instructions it ran (Hopper's wgmma or the warp-level mma.sync), with ncu's achieved occupancy."""
+    c = _counters(recorded)
+    factors, roof = flops_per_unit(c), _roof(recorded, c)
+    rows = []
+    for stage, b in recorded["backward"].items():
+        mma = q.mma_family(b)
+        for r, m, occ in zip(roofline.kernel_rows(stage, b, factors, roof), mma, b["achieved_occupancy_pct"]):
+            flops = r["GFLOP"] * 1e9
+            r["% of compute roof"] = (100 * flops / (r["ncu µs"] * 1e-6) / (roofline.pipe_roof(roof, r["pipe"]) * 1e12)
+                                      if r["ncu µs"] else float("nan"))
+            # the instruction family only where the tensor pipe did the kernel's FLOPs
+            r |= {"tensor instructions": (m or "—") if r["pipe"] == q.TENSOR_PIPE else "—",
+                  "achieved occupancy %": occ}
+            rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def limits_table(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Per stage: the share of its backward's ncu time in kernels bound by each limit."""
+    t = kernels.assign(limit=[f"{b}, {p}" if b == "compute" else b for b, p in zip(kernels["bound by"], kernels["pipe"])])
+    share = t.pivot_table(index="stage", columns="limit", values="ncu µs", aggfunc="sum", fill_value=0.0, sort=False)
+    out = (100 * share.div(share.sum(axis=1), axis=0)).round(1)
+    out.columns = [f"% of time {c}" for c in out.columns]
+    out.attrs["caption"] = (f"Bound by a roof: at least {q.BOUND_SHARE:.0%} of it (compute: the roof of the kernel's pipe, "
+                            "bf16 tensor or fp32 FFMA; memory: the copy roof); neither roof: below both.")
+    return out.reset_index()
+
+
+def limits_kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
+    """backward_limits as a reader reads it, one row per kernel, rounded."""
+    cols = ["stage", "#", "kernel", "pipe", "GFLOP", "DRAM MB", "ncu µs", "TFLOP/s", "% of compute roof",
+            "% of copy roof", "bound by", "tensor instructions", "achieved occupancy %"]
+    out = kernels[cols].copy()
+    out["kernel"] = out["kernel"].str.slice(0, 70)
+    return out.set_index(["stage", "#"]).round({"GFLOP": 2, "DRAM MB": 1, "ncu µs": 1, "TFLOP/s": 1,
+                                               "% of compute roof": 1, "% of copy roof": 1,
+                                               "achieved occupancy %": 1})
+
+
+def _counters(recorded: dict) -> Counters:
+    return Counters("replay", recorded["gpu"], recorded["provenance"],
+                    {(s, DEFAULT_SHAPE.key): t for s, t in recorded["forward"].items()}, recorded["calibration"])
+
+
+def _roof(recorded: dict, c: Counters) -> dict:
+    """Chapter 9's roofs, from the recording: the calibration matmuls' (ncu) and the copy's."""
+    pipes = pipe_roofs(c)
+    copy = float(recorded.get("copy TB/s") or 0) or None
+    tensor, fp32 = pipes.get(q.TENSOR_PIPE), pipes.get(q.FFMA_PIPE)
+    return {"matmul TFLOP/s": tensor, "fp32 TFLOP/s": fp32, "copy TB/s": copy,
+            "ridge FLOP/B": q.ridge(tensor, copy) if tensor and copy else recorded.get("ridge")}
 
 
 def roofline_chart(work: pd.DataFrame, ridge: float | None = None) -> go.Figure:
@@ -330,10 +403,59 @@ def answers(profiles: Mapping[str, Profile], memory: dict) -> dict:
     return out
 
 
-def glue_training(profiles: Mapping[str, Profile], memory: dict) -> dict:
+def memory_facts(memory: dict, forwards: Mapping[str, Profile] | None = None) -> dict:
+    """What the memory sections say in numbers: bytes per score at the peak (the fitted model)
+    against what autograd keeps (the ladder's saved bytes), the log-sum-exp's share of the fused
+    peaks, the seq at which each stage meets the GPU's memory with its inputs counted, and, from
+    the stage pages' forwards under no_grad (`forwards`), the memory a forward needs without autograd."""
+    table = bw.ladder(memory)
+    fits = bw.fit(table).set_index("stage")
     values = {}
+    for stage, r in fits.iterrows():
+        values[f"tr_{stage}_peak_per_score"] = f"{r['bytes_per_score']:.0f}"
+        values[f"tr_{stage}_peak_per_q"] = f"{r['bytes_per_q_element']:.1f}"
+    at = table[(table["status"] == "ok") & (table["seq"] == DEFAULT_SHAPE.seq)].set_index("stage")
+    if "naive" in at.index:
+        r = at.loc["naive"]
+        scores = float(r["batch"] * r["heads"] * r["seq"] ** 2)
+        values["tr_naive_kept_per_score"] = f"{memory_saved(memory, 'naive') / scores:.0f}"
+    lse = lse_bytes(DEFAULT_SHAPE)
+    shares = {s: 100 * lse / float(at.loc[s, "peak_bytes"]) for s in at.index if s in FUSED_STAGES}
+    if shares:
+        values["tr_lse_pct_min"] = f"{min(shares.values()):.1f}"
+        values["tr_lse_pct_max"] = f"{max(shares.values()):.1f}"
+    capped = table[(table["status"] == "ok") & (table["stopped"] == "cap")]
+    if len(capped):
+        values["tr_cap_step_min"] = f"{capped['step_seconds'].min():.1f}"
+        values["tr_cap_step_max"] = f"{capped['step_seconds'].max():.1f}"
+    walls = bw.limit_seq(memory).set_index("stage")["wall_seq"]
+    for stage, wall in walls.items():
+        values[f"tr_{stage}_wall_m"] = f"{wall / 1e6:.2f}"
+    fused_walls = walls[walls.index.isin(FUSED_STAGES)]
+    values["tr_wall_past_million"] = ", ".join(fused_walls.index[fused_walls > 1e6]) or "none"
+    values["tr_wall_before_million"] = ", ".join(fused_walls.index[fused_walls <= 1e6]) or "none"
+    for stage, prof in (forwards or {}).items():
+        p = prof.provenance
+        if p.peak_memory_bytes is not None and p.memory_before_bytes is not None:
+            values[f"tr_{stage}_nograd_mib"] = f"{(p.peak_memory_bytes - p.memory_before_bytes) / MIB:,.1f}"
+        values[f"tr_{stage}_page_fwd_us"] = f"{float(prof.summary()['gpu_time_us']):.1f}"
+    return values
+
+
+FUSED_STAGES = ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto", "flex")
+
+
+def memory_saved(memory: dict, stage: str, seq: int = DEFAULT_SHAPE.seq) -> float:
+    """The bytes autograd's nodes saved beyond the inputs at `seq` (the ladder's saved_new_bytes)."""
+    rows = [r for r in memory.get("ladder", []) if r.get("stage") == stage and r.get("seq") == seq]
+    return float(rows[0]["saved_new_bytes"]) if rows and rows[0].get("saved_new_bytes") is not None else float("nan")
+
+
+def glue_training(profiles: Mapping[str, Profile], memory: dict, forwards: Mapping[str, Profile] | None = None) -> dict:
+    values = memory_facts(memory, forwards)
     phases = phases_table(profiles).set_index("stage")
     for stage, r in phases.iterrows():
+        values[f"tr_{stage}_fwd_us"] = f"{r['forward GPU µs (training step)']:.1f}"
         values[f"tr_{stage}_bwd_kernels"] = int(r["backward kernels"])
         values[f"tr_{stage}_fwd_kernels"] = int(r["forward kernels"])
         values[f"tr_{stage}_bwd_over_fwd"] = r["backward / forward"]
@@ -370,12 +492,14 @@ def glue_training(profiles: Mapping[str, Profile], memory: dict) -> dict:
 
 
 def ncu_work(recorded: dict) -> pd.DataFrame:
-    """The backward beside the forward under Nsight Compute, from `training_counters()`: FLOPs from
-    the tensor pipe's counters times what one unit is worth in the calibration matmuls."""
-    c = Counters("replay", recorded["gpu"], recorded["provenance"],
-                 {(s, DEFAULT_SHAPE.key): t for s, t in recorded["forward"].items()}, recorded["calibration"])
+    """The backward beside the forward under Nsight Compute, from `training_counters()`: executed
+    FLOPs from the tensor pipe's and FFMA counters times what one unit is worth in the calibration
+    matmuls; the roofs of chapter 9 in attrs."""
+    c = _counters(recorded)
     out = work_table(recorded["backward"], recorded["forward"], flops_per_unit(c))
-    out.attrs["ridge"] = recorded.get("ridge")
+    roof = _roof(recorded, c)
+    out.attrs["ridge"] = roof["ridge FLOP/B"]
+    out.attrs["roof"] = roof
     return out
 
 
@@ -397,9 +521,9 @@ def timer_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
         s = prof.summary()
         p = prof.provenance
         b = of_call(s)
-        rows.append({"stage": stage, "profiler GPU µs": round(float(s["gpu_time_us"]), 1),
-                     "do_bench µs": round(p.do_bench_us, 1) if p.do_bench_us else None,
-                     "do_bench / profiler": round(p.do_bench_us / float(s["gpu_time_us"]), 2) if p.do_bench_us else None,
+        rows.append({"stage": stage, "step profiler GPU µs": round(float(s["gpu_time_us"]), 1),
+                     "step do_bench µs": round(p.do_bench_us, 1) if p.do_bench_us else None,
+                     "step do_bench / profiler": round(p.do_bench_us / float(s["gpu_time_us"]), 2) if p.do_bench_us else None,
                      "bound": "no independent timing recorded" if b is None else b.words})
     table = pd.DataFrame(rows)
     table.attrs["caption"] = ("One training step: the last profiled step's GPU events against do_bench per step; "
@@ -407,8 +531,9 @@ def timer_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
     return table
 
 
-def glue_work(work: pd.DataFrame) -> dict:
-    """The roofline section's figures: each backward's FLOPs over its forward's, and over the model."""
+def glue_work(work: pd.DataFrame, kernels: pd.DataFrame | None = None) -> dict:
+    """The roofline section's figures: each backward's FLOPs over its forward's and over the model,
+    which side of the ridge each sits, and, with `kernels` (backward_limits), what bounds them."""
     w = work.set_index("stage")
     values = {}
     for stage in ("naive", *PINNED_BACKENDS):
@@ -418,26 +543,89 @@ def glue_work(work: pd.DataFrame) -> dict:
             values[f"tr_{stage}_bwd_gflop"] = r["backward GFLOP (ncu)"]
             values[f"tr_{stage}_bwd_ai"] = r["backward FLOP/byte"]
             values[f"tr_{stage}_fwd_ai"] = r.get("forward FLOP/byte")
+            values[f"tr_{stage}_tensor_ratio"] = r.get("backward / forward, tensor pipe")
+            values[f"tr_{stage}_fwd_ffma_gflop"] = r.get("forward FFMA GFLOP (ncu)")
+            values[f"tr_{stage}_bwd_ffma_gflop"] = r["backward FFMA GFLOP (ncu)"]
+    roof = work.attrs.get("roof") or {}
     if work.attrs.get("ridge"):
-        values["tr_ridge"] = int(round(float(work.attrs["ridge"])))
-        fused = w[w["backward FLOP/byte"] > work.attrs["ridge"]]
-        values["tr_right_of_ridge"] = ", ".join(fused.index)
+        ridge = float(work.attrs["ridge"])
+        values["tr_ridge"] = int(round(ridge))
+        fused = w[w["backward FLOP/byte"] > ridge]
+        values["tr_right_of_ridge"] = ", ".join(fused.index) or "none"
+        left = w[(w["backward FLOP/byte"] <= ridge) & w.index.isin(TRAINING_FUSED)]
+        values["tr_fused_left_of_ridge"] = ", ".join(left.index) or "none"
+    if roof.get("matmul TFLOP/s"):
+        values["tr_tensor_roof"] = f"{roof['matmul TFLOP/s']:.0f}"
+    if roof.get("fp32 TFLOP/s"):
+        values["tr_fp32_roof"] = f"{roof['fp32 TFLOP/s']:.1f}"
+    if roof.get("copy TB/s"):
+        values["tr_copy_roof"] = f"{roof['copy TB/s']:.2f}"
+    values["tr_bound_share"] = f"{100 * q.BOUND_SHARE:.0f}"
     first = w.iloc[0]
     values["tr_model_kept_gflop"] = first["model GFLOP, P kept (4 products)"]
     values["tr_model_recomputed_gflop"] = first["model GFLOP, P recomputed (5)"]
+    if kernels is not None and len(kernels):
+        values |= _glue_limits(w, kernels, roof)
     values = {k: _plain(v) for k, v in values.items()}
     for k, v in values.items():
         glue(k, v)
     return values
 
 
+# the fused backwards of the roofline section (sdpa_auto runs cuDNN's, the same kernels)
+TRAINING_FUSED = ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
+
+
+def _glue_limits(w: pd.DataFrame, kernels: pd.DataFrame, roof: dict) -> dict:
+    values = {}
+    math = kernels[kernels["stage"] == "sdpa_math"]
+    if len(math):
+        gemms = math[(math["pipe"] == q.FFMA_PIPE) & (math["GFLOP"] > 1) & (math["kernel"].str.contains("gemm"))]
+        fp32 = math[(math["bound by"] == "compute") & (math["pipe"] == q.FFMA_PIPE)]
+        tbps = gemms["DRAM MB"] * 1e6 / (gemms["ncu µs"] * 1e-6) / 1e12
+        values |= {"tr_math_gemms": len(gemms),
+                   "tr_math_fp32_share": f"{100 * fp32['ncu µs'].sum() / math['ncu µs'].sum():.0f}",
+                   "tr_math_gemm_share": f"{100 * gemms['ncu µs'].sum() / math['ncu µs'].sum():.0f}",
+                   "tr_math_gemm_tflops_min": f"{gemms['TFLOP/s'].min():.0f}",
+                   "tr_math_gemm_tflops_max": f"{gemms['TFLOP/s'].max():.0f}",
+                   "tr_math_gemm_tbps_min": f"{tbps.min():.1f}", "tr_math_gemm_tbps_max": f"{tbps.max():.1f}",
+                   "tr_math_gemm_pct_min": f"{gemms['% of compute roof'].min():.0f}",
+                   "tr_math_gemm_pct_max": f"{gemms['% of compute roof'].max():.0f}"}
+    pct_c, pct_m = [], []
+    for stage in TRAINING_FUSED:
+        if stage not in w.index or not roof.get("matmul TFLOP/s"):
+            continue
+        k = kernels[kernels["stage"] == stage]
+        # the whole backward, unrounded: its kernels' sums
+        lim = q.limit(k["GFLOP"].sum() * 1e9, k["DRAM MB"].sum() * 1e6, k["ncu µs"].sum() * 1e-6,
+                      roof["matmul TFLOP/s"], roof["copy TB/s"])
+        main = k.loc[k["GFLOP"].idxmax()]
+        pct_c.append(lim["% of compute roof"])
+        pct_m.append(lim["% of copy roof"])
+        values |= {f"tr_{stage}_bwd_pct_compute": f"{lim['% of compute roof']:.0f}",
+                   f"tr_{stage}_bwd_pct_copy": f"{lim['% of copy roof']:.0f}",
+                   f"tr_{stage}_bwd_tflops": f"{lim['TFLOP/s']:.0f}", f"tr_{stage}_bwd_side": lim["side"],
+                   f"tr_{stage}_bwd_mma": main["tensor instructions"],
+                   f"tr_{stage}_bwd_occ": f"{main['achieved occupancy %']:.0f}"}
+    if pct_c:
+        values |= {"tr_fused_pct_compute_min": f"{min(pct_c):.0f}", "tr_fused_pct_compute_max": f"{max(pct_c):.0f}",
+                   "tr_fused_pct_copy_min": f"{min(pct_m):.0f}", "tr_fused_pct_copy_max": f"{max(pct_m):.0f}"}
+    return values
+
+
 def flops_table(work: pd.DataFrame) -> pd.DataFrame:
     """The work: each phase's GFLOP as ncu measured them, against the backward's two models."""
     return work[["stage", "forward GFLOP (ncu)", "backward GFLOP (ncu)", "backward / forward FLOPs",
+                 "forward FFMA GFLOP (ncu)", "backward FFMA GFLOP (ncu)", "backward / forward, tensor pipe",
                  "model GFLOP, P kept (4 products)", "model GFLOP, P recomputed (5)"]]
 
 
 def bytes_table(work: pd.DataFrame) -> pd.DataFrame:
     """The bytes: each phase's DRAM traffic as ncu measured it, and FLOP per byte."""
-    return work[["stage", "backward kernels (ncu)", "forward GB (ncu)", "backward GB (ncu)",
-                 "forward FLOP/byte", "backward FLOP/byte"]]
+    out = work[["stage", "backward kernels (ncu)", "forward GB (ncu)", "backward GB (ncu)",
+                "forward FLOP/byte", "backward FLOP/byte", "backward ncu µs"]].rename(columns={
+        "forward FLOP/byte": "forward FLOP per kernel byte", "backward FLOP/byte": "backward FLOP per kernel byte"})
+    out.attrs["caption"] = ("Kernel DRAM bytes (Nsight Compute): the kernels' own, without the forward's copies, so "
+                            "naive's forward FLOP/byte here is higher than chapter 9's, which counts its hidden "
+                            "memcpy too (glossary: kernel DRAM bytes, forward DRAM bytes).")
+    return out

@@ -25,6 +25,8 @@ import pandas as pd
 
 from .errors import TraceError
 from .profile import Profile
+from . import quantities as q
+from .stages import Shape
 
 FORWARD, BACKWARD = "attn_fwd", "attn_bwd"
 NODE = re.compile(r"^autograd::engine::evaluate_function: (?P<node>.+)$")
@@ -180,7 +182,9 @@ def model_peak(row, batch: int, heads: int, seq, head_dim: int):
 def limit_seq(memory: dict) -> pd.DataFrame:
     """Per stage, the seq at which the fitted model's peak reaches the GPU's whole memory: where
     it would run out if seq grew continuously (the search only tries powers of two, so several
-    stages can fail at the same doubling)."""
+    stages can fail at the same doubling). `model_limit_seq` counts the peak above the inputs
+    alone; `wall_seq` adds the inputs the step reads, q, k, v and dO (4 bf16 tensors of B·H·S·D:
+    8 bytes per element of q), which are on the GPU too."""
     total = float(memory.get("provenance", {}).get("total_memory_bytes") or 0)
     table = ladder(memory)
     rows = []
@@ -190,8 +194,11 @@ def limit_seq(memory: dict) -> pd.DataFrame:
         a, b = r.bytes_per_score * bh, r.bytes_per_q_element * bh * d
         # a·S² + b·S = total
         s = (-b + np.sqrt(b * b + 4 * a * total)) / (2 * a) if a > 0 else total / b if b > 0 else np.inf
-        rows.append({"stage": r.stage, "model_limit_seq": float(s)})
-    return pd.DataFrame(rows, columns=["stage", "model_limit_seq"])
+        per_q = q.inputs_bytes(Shape(batch=1, heads=1, seq=1, head_dim=1))   # 8 bytes per element of q
+        wall = q.wall_seq(r.bytes_per_score, r.bytes_per_q_element + per_q, int(g["batch"].iloc[0]),
+                          int(g["heads"].iloc[0]), int(d), total)
+        rows.append({"stage": r.stage, "model_limit_seq": float(s), "wall_seq": wall})
+    return pd.DataFrame(rows, columns=["stage", "model_limit_seq", "wall_seq"])
 
 
 # --- the memory snapshot ------------------------------------------------------------------------

@@ -74,8 +74,8 @@ def ncu_backward(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
 def training_counters(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
     """What the chapter's roofline needs, from the recordings (an ncu run of every backward takes
     minutes): each stage's backward (tools/record_training.py) and forward (tools/record_ncu.py)
-    kernels, the forwards' calibration matmuls with their provenance, and the ridge of the GPU's
-    measured roofs (bf16 matmul FLOP/s over copy bytes/s, the recorded ceilings.json)."""
+    kernels, the forwards' calibration matmuls with their provenance, the copy roof (the recorded
+    ceilings.json) and the ridge: the bf16 calibration matmul's FLOP/s over the copy's bytes/s."""
     backward = ncu_backward(gpu, shape)
     forward = {s: ncu.load(s, shape, gpu) for s in backward}
     prov = ncu.provenance(gpu)
@@ -83,11 +83,16 @@ def training_counters(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> d
                    for c in prov.get("calibration", [])}
     from . import ceilings
     roof = ceilings.load(gpu).set_index("ceiling")
-    ridge = float(roof.loc["bfloat16 matmul", "value"] * 1e12 / (roof.loc["device-to-device copy", "value"] * 1e12))
+    copy = float(roof.loc["device-to-device copy", "value"])
+    # the ridge as chapter 9 draws it: the bf16 calibration matmul's TFLOP/s (ncu, the points' timer)
+    # over the copy's TB/s (helpers.core.quantities)
+    from ..core import quantities as q
+    pipes = q.pipe_roofs(calibration, prov.get("calibration", []))
+    ridge = q.ridge(pipes.get(q.TENSOR_PIPE, float(roof.loc["bfloat16 matmul", "value"])), copy)
     print(f"Nsight Compute's counters recorded on {prov.get('gpu')} with torch {prov.get('torch')}: the forwards "
           f"by `{prov.get('command')}`, the backwards by `{RECORD_COMMAND}`.")
     return {"backward": backward, "forward": forward, "calibration": calibration, "provenance": prov,
-            "gpu": config.replay_gpu(gpu), "ridge": ridge}
+            "gpu": config.replay_gpu(gpu), "ridge": ridge, "copy TB/s": copy}
 
 
 # --- live or replay -----------------------------------------------------------------------------------
