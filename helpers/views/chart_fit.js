@@ -66,11 +66,26 @@
       var r = el.getBoundingClientRect();
       if (r.height) lowest = Math.max(lowest, r.bottom - top);
     });
-    var lh = l.getBoundingClientRect().height;
+    // the entries' own extent: plotly cuts a legend that has no room to a scrolled box
+    var entries = [].slice.call(l.querySelectorAll('.traces')).map(function (e) { return e.getBoundingClientRect(); });
+    var lh = entries.length ? Math.max.apply(null, entries.map(function (r) { return r.bottom; })) -
+                              Math.min.apply(null, entries.map(function (r) { return r.top; })) + 12
+                            : l.getBoundingClientRect().height;
     var need = Math.ceil(lowest - (full._size.t + full._size.h) + 10 + lh + 8);
     var height = Math.round(full.height - full._size.b + need);
     return Plotly.relayout(gd, {'margin.b': need, 'height': height, 'legend.yref': 'container',
-                                'legend.y': 1 - (lowest + 10) / height, 'legend.yanchor': 'top'});
+                                'legend.y': 1 - (lowest + 10) / height, 'legend.yanchor': 'top',
+                                'legend.xref': 'container', 'legend.x': 0, 'legend.xanchor': 'left'}).then(function () {
+      // placed, the legend may take more rows than it had: measured again, the chart grown to hold it
+      var box = gd.getBoundingClientRect(), bottom = 0;
+      [].slice.call(gd.querySelectorAll('.legend .traces')).forEach(function (e) {
+        bottom = Math.max(bottom, e.getBoundingClientRect().bottom);
+      });
+      var over = Math.ceil(bottom + 8 - box.bottom);
+      if (over <= 0) return null;
+      var h = gd._fullLayout.height + over;
+      return Plotly.relayout(gd, {'margin.b': need + over, 'height': h, 'legend.y': 1 - (lowest + 10) / h});
+    });
   }
   function categoryAxes() {
     var full = gd._fullLayout || {}, update = {};
