@@ -235,9 +235,8 @@ LAYOUT_JS = """() => {
   const right = article.getBoundingClientRect().right;
   for (const table of document.querySelectorAll('.bd-article table')) {
     if (!table.getClientRects().length) continue;  // folded away (a closed <details>)
-    // the calculator's own resource table scrolls in its box on a phone, by its design (its own
-    // test reads the calculator at both widths)
-    if (window.innerWidth < 600 && table.closest('[data-apo-mounted]')) continue;
+    // the calculator's resource table too: on a phone each resource is a card (issue 29: it cut
+    // its last column off)
     const box = table.getBoundingClientRect();
     let scrolled = null;
     for (let e = table.parentElement; e && e !== article; e = e.parentElement) {

@@ -165,8 +165,7 @@ def chart(table: pd.DataFrame, stages: Sequence[str] | None = None) -> go.Figure
                     hovertemplate="ncu's theoretical %{x:.1f}%<extra></extra>")
     fig.update_layout(barmode="group", height=200 + 46 * len(t), bargap=0.25,
                       xaxis=dict(range=[0, 105], title="% of the SM's warp slots"),
-                      yaxis=dict(automargin=True), margin=dict(t=80, l=10, b=60),
-                      legend=dict(orientation="h", x=0, xanchor="left", y=-0.1, yanchor="top"))
+                      yaxis=dict(automargin=True), margin=dict(t=80, l=10, b=60))  # the legend above, under the title
     return _title(fig, "Occupancy, three ways", "one forward per stage · hover for the kernel")
 
 

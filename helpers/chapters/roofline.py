@@ -317,16 +317,18 @@ def table(pts: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------------------- chart
 
-# the roofs are drawn over this span of intensities; the axes show the part the points need
-ROOF_SPAN = (1e-2, 1e5)
 STAGE_SYMBOLS = {name: st.symbol for name, st in STAGES.items()}
 
 
-def _roof_lines(fig: go.Figure, roof: dict) -> None:
+def _roof_lines(fig: go.Figure, roof: dict, box: tuple) -> None:
     """The measured roof and the datasheet's, named where they run flat (not in the legend, which
-    a phone stacks under the chart)."""
-    xs = np.logspace(np.log10(ROOF_SPAN[0]), np.log10(ROOF_SPAN[1]), 400)
-    fig.add_scatter(x=xs, y=roof_at(xs, roof) / TB, mode="lines", name=f"roof measured on {literal(roof['gpu'])}",
+    a phone stacks under the chart); drawn inside the axes' box (`_box`) only, where a reader sees
+    them."""
+    (x_lo, x_hi), (y_lo, _) = box
+    xs = np.logspace(np.log10(x_lo), np.log10(x_hi), 400)
+    ys = roof_at(xs, roof) / TB
+    seen = ys >= y_lo  # the sloped roof enters the box through its floor
+    fig.add_scatter(x=xs[seen], y=ys[seen], mode="lines", name=f"roof measured on {literal(roof['gpu'])}",
                     line=dict(color=SERIES_COLORS["GPU time"], width=3), showlegend=False,
                     hovertemplate="measured roof at %{x:.1f} FLOP/B: %{y:.0f} TFLOP/s<extra></extra>")
     fig.add_annotation(x=1, xref="x domain", xanchor="right", y=np.log10(roof["matmul TFLOP/s"]), yanchor="top",
@@ -344,7 +346,8 @@ def _roof_lines(fig: go.Figure, roof: dict) -> None:
     sheet = roof.get("datasheet")
     if sheet:
         ys = np.minimum(sheet["bf16 TFLOP/s"], xs * sheet["TB/s"])
-        fig.add_scatter(x=xs, y=ys, mode="lines", name=f"{sheet['part']} datasheet", showlegend=False,
+        seen = ys >= y_lo
+        fig.add_scatter(x=xs[seen], y=ys[seen], mode="lines", name=f"{sheet['part']} datasheet", showlegend=False,
                         line=dict(color=MUTED, width=1.5, dash="dash"),
                         hovertemplate=f"{sheet['part']} datasheet at %{{x:.1f}} FLOP/B: %{{y:.0f}} TFLOP/s"
                                       "<extra></extra>")
@@ -367,18 +370,22 @@ def _waited(r) -> float:
     return r["GFLOP"] * 1e9 / (r["do_bench µs"] * 1e-6) / TB
 
 
-def _axes(fig: go.Figure, pts: pd.DataFrame, roof: dict, height: int) -> None:
-    """Log axes around the points and the ridge; the legend under the chart, where a phone has
-    room for it."""
+def _box(pts: pd.DataFrame, roof: dict) -> tuple:
+    """The axes' ranges, in FLOP/B and TFLOP/s: around the points and the ridge, up to the roofs."""
     ok = pts[np.isfinite(pts["FLOP/B"]) & (pts["FLOP/B"] > 0) & (pts["TFLOP/s"] > 0)]
     lows = list(ok["TFLOP/s"]) + [_waited(r) for r in ok.to_dict("records") if r["bound by the CPU"] is True]
     x = (min(ok["FLOP/B"].min(), roof["ridge FLOP/B"]) / 4, max(ok["FLOP/B"].max(), roof["ridge FLOP/B"]) * 4)
     top = max(roof["matmul TFLOP/s"], (roof["datasheet"] or {}).get("bf16 TFLOP/s", 0))
+    return x, (min(lows) / 2, top * 1.8)
+
+
+def _axes(fig: go.Figure, box: tuple, height: int) -> None:
+    """Log axes over the box; the legend under the chart, where a phone has room for it."""
+    x, y = box
     fig.update_layout(
         height=height, hovermode="closest", margin=dict(t=90, b=60),
         xaxis=dict(type="log", title="FLOP per DRAM byte", range=np.log10(x).tolist(), dtick=1),
-        yaxis=dict(type="log", title="TFLOP/s achieved", range=[np.log10(min(lows) / 2), np.log10(top * 1.8)],
-                   dtick=1),
+        yaxis=dict(type="log", title="TFLOP/s achieved", range=np.log10(y).tolist(), dtick=1),
         legend=dict(orientation="h", x=0, xanchor="left", y=-0.14, yanchor="top"))
 
 
@@ -387,7 +394,8 @@ def chart(pts: pd.DataFrame, roof: dict, kernels: pd.DataFrame | None = None) ->
     points are in the legend, hidden until clicked ("on demand"). A stage bound by the CPU gets a
     hollow twin at its FLOPs over do_bench's time: what a caller that waits for it gets."""
     fig = go.Figure()
-    _roof_lines(fig, roof)
+    box = _box(pts, roof)
+    _roof_lines(fig, roof, box)
     for r in pts.to_dict("records"):
         color = STAGE_COLORS.get(r["stage"], KIND_COLORS["unknown"])
         fig.add_scatter(x=[r["FLOP/B"]], y=[r["TFLOP/s"]], mode="markers", name=r["stage"],
@@ -413,7 +421,7 @@ def chart(pts: pd.DataFrame, roof: dict, kernels: pd.DataFrame | None = None) ->
             hovertemplate="%{customdata[0]} · kernel %{customdata[1]}<br>%{customdata[2]}<br>%{x:.1f} FLOP/B, "
                           "%{y:.1f} TFLOP/s in %{customdata[3]:.1f} µs: %{customdata[4]:.0f}% of the roof"
                           "<extra></extra>")
-    _axes(fig, pts, roof, 620)
+    _axes(fig, box, 620)
     shapes = ", ".join(dict.fromkeys(f"seq {s}" for s in pts["seq"]))
     return _title(fig, f"Roofline · {literal(roof['gpu'])}",
                   f"a point per forward ({shapes}) · hollow: do_bench<br>"
@@ -424,9 +432,10 @@ def sweep_chart(pts: pd.DataFrame, roof: dict) -> go.Figure:
     """The stages recorded at several sequence lengths: one line per stage through its points, the
     marker growing with the sequence; a hollow twin where the CPU holds a forward back."""
     fig = go.Figure()
-    _roof_lines(fig, roof)
     finite = pts[np.isfinite(pts["FLOP/B"]) & (pts["FLOP/B"] > 0)]
     finite = finite[finite.groupby("stage")["seq"].transform("nunique") > 1]
+    box = _box(finite, roof)
+    _roof_lines(fig, roof, box)
     for stage, rows in finite.groupby("stage", sort=False):
         rows = rows.sort_values("seq")
         color = STAGE_COLORS.get(stage, KIND_COLORS["unknown"])
@@ -443,7 +452,7 @@ def sweep_chart(pts: pd.DataFrame, roof: dict) -> go.Figure:
                             marker=dict(size=10, color="rgba(0,0,0,0)", line=dict(width=2, color=color)),
                             customdata=waited["seq"], hovertemplate=f"{stage} at seq %{{customdata}}, timed by "
                                                                     "do_bench: %{y:.1f} TFLOP/s<extra></extra>")
-    _axes(fig, finite, roof, 600)
+    _axes(fig, box, 600)
     seqs = sorted(finite["seq"].unique())
     return _title(fig, "As the sequence grows",
                   f"seq {', '.join(map(str, seqs))}: larger marker, longer sequence<br>"

@@ -22,7 +22,7 @@ from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, Shape
 from ..core.stages import STAGES as STAGES_REGISTRY
 from ..core.training_stages import TRAINING_STAGES, backward_flops, recompute_free_backward_flops
-from ..views.charts import KIND_COLORS, MUTED, _title
+from ..views.charts import KIND_COLORS, MUTED, _title, reference_line
 from ..views.perfetto import trace_links
 from ..views.prose import glue
 from .counters import Counters, flops_per_unit, kernel_flops, pipe_roofs
@@ -164,13 +164,11 @@ def peak_chart(memory: dict) -> go.Figure:
         fig.add_scatter(x=s, y=bw.model_peak(m, b, h, s, d) / GIB, mode="lines", legendgroup=stage, showlegend=False,
                         line=dict(color=color, dash="dot", width=1),
                         hovertemplate=f"{stage} model ({kind})<br>seq %{{x:.0f}}: %{{y:.3f}} GiB<extra></extra>")
-    total = memory.get("provenance", {}).get("total_memory_bytes")
-    if total:
-        fig.add_hline(y=total / GIB, line=dict(color=MUTED, dash="dash"),
-                      annotation_text=f"{memory['provenance'].get('gpu', 'GPU')}: {total / GIB:.0f} GiB",
-                      annotation_position="bottom right")
     fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="seq (tokens)",
                       yaxis_title="peak GiB above the inputs")
+    total = memory.get("provenance", {}).get("total_memory_bytes")
+    if total:
+        reference_line(fig, total / GIB, f"{memory['provenance'].get('gpu', 'GPU')}: {total / GIB:.0f} GiB", axis="y")
     _legend_room(fig, 480)
     return _title(fig, "Peak memory of one training step against seq",
                   "log-log; dotted: the fitted model a·B·H·S² + b·B·H·S·D")
@@ -364,10 +362,10 @@ def roofline_chart(work: pd.DataFrame, ridge: float | None = None) -> go.Figure:
                         marker=dict(symbol=["circle", "triangle-up"], size=10), text=["fwd", "bwd"],
                         textposition="top center", textfont=dict(size=10),
                         hovertemplate=f"{stage}<br>%{{text}}: %{{x:.1f}} FLOP/byte, %{{y:.1f}} GFLOP<extra></extra>")
-    if ridge:
-        fig.add_vline(x=ridge, line=dict(color=MUTED, dash="dash"), annotation_text=f"ridge {ridge:.0f} FLOP/byte")
     fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="FLOP per DRAM byte (ncu)",
                       yaxis_title="GFLOP (ncu)")
+    if ridge:
+        reference_line(fig, ridge, f"ridge {ridge:.0f} FLOP/byte", axis="x")
     _legend_room(fig, 460)
     return _title(fig, "Forward (●) and backward (▲): work and intensity", "Nsight Compute's counters, one step at the book's shape")
 

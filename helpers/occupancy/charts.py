@@ -22,7 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
+from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal, reference_line
 from ..core.profile import Profile, TraceError
 from ..core.stages import DEFAULT_SHAPE, STAGES
 from .calculator import LIMITERS, UNLIMITED, Occupancy, occupancy
@@ -159,7 +159,9 @@ def impact_curves(gpu, threads: int, registers: int, shared_memory: int,
     series = impact_series(spec, threads, registers, shared_memory, carveout, shared_memory_limit)
     titles = {"threads": "threads per block", "registers": "registers per thread",
               "shared_memory": "shared memory per block (B)"}
-    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.05)
+    # one curve under the other: three side by side leave a phone 80 px a curve, and their axis
+    # titles run into each other
+    fig = make_subplots(rows=3, cols=1, vertical_spacing=0.14)
     now = {"threads": threads, "registers": registers, "shared_memory": shared_memory}
     for col, (what, (xs, results)) in enumerate(series.items(), start=1):
         custom = [(r.active_blocks, r.active_warps, limiter_label(r)) for r in results]
@@ -170,7 +172,7 @@ def impact_curves(gpu, threads: int, registers: int, shared_memory: int,
             hovertemplate=(f"{titles[what]} %{{x}}<br>occupancy %{{y:.1f}}%: blocks "
                            f"%{{customdata[0]}}, warps %{{customdata[1]}} of "
                            f"{spec.max_warps_per_sm}<br>limited by %{{customdata[2]}}<extra></extra>"),
-            row=1, col=col)
+            row=col, col=1)
         fig.add_scatter(
             x=[now[what]], y=[round(current.occupancy_pct, 2)], mode="markers",
             marker=dict(color=CURRENT_COLOR, size=11, symbol="diamond",
@@ -181,12 +183,14 @@ def impact_curves(gpu, threads: int, registers: int, shared_memory: int,
                            f"%{{customdata[0]}}, warps %{{customdata[1]}} of "
                            f"{spec.max_warps_per_sm}<br>limited by %{{customdata[2]}}"
                            "<extra></extra>"),
-            row=1, col=col)
+            row=col, col=1)
         fig.add_vline(x=now[what], line=dict(color=CURRENT_COLOR, width=1, dash="dot"),
-                      row=1, col=col)
-        fig.update_xaxes(title_text=titles[what], row=1, col=col)
-    fig.update_yaxes(range=[0, 105], title_text="occupancy (% of max warps)", row=1, col=1)
-    fig.update_layout(height=380, hovermode="closest", margin=dict(t=110), showlegend=False)
+                      row=col, col=1)
+        fig.update_xaxes(title_text=titles[what], title_standoff=4, row=col, col=1)
+        # every warp slot: the axis runs to 100% whatever the curve reaches
+        reference_line(fig, 100, axis="y", ref="y" if col == 1 else f"y{col}", dash="dot", width=1)
+    fig.update_yaxes(range=[0, 105], title_text="occupancy %")
+    fig.update_layout(height=620, hovermode="closest", margin=dict(t=110), showlegend=False)
     carve = "no carveout preference" if carveout is None else f"carveout {carveout}%"
     return _title(fig, f"Impact of varying each resource · {_gpu_label(spec)}",
                   f"◆ now: {threads} threads, {registers} registers/thread, {shared_memory} B shared "
@@ -339,6 +343,7 @@ def stage_occupancy(profiles: Sequence[Profile] | Profile, theoretical: bool = T
                     line=dict(color=MUTED, dash="dash", width=1, shape="hvh"),
                     hovertemplate="max %{y} warps per SM<extra></extra>", row=3, col=1)
     fig.update_yaxes(range=[0, 105], row=1, col=1)
+    reference_line(fig, 100, axis="y", dash="dot", width=1)  # every warp slot: the axis runs to 100%
     fig.update_layout(barmode="group", height=800, margin=dict(t=150, b=160),
                       legend=dict(orientation="h", x=0, y=1.05, yanchor="bottom"))
     fig.update_xaxes(tickangle=-40)

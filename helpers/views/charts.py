@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import math
 import re
 import sys
 import textwrap
@@ -219,6 +220,44 @@ def literal(text: str) -> str:
 def _title(fig: go.Figure, title: str, subtitle: str = "") -> go.Figure:
     text = f"{title}<br><sup>{subtitle}</sup>" if subtitle else title
     fig.update_layout(title=dict(text=text, x=0, xanchor="left"))
+    return fig
+
+
+def _axis_is_log(fig: go.Figure, ref: str) -> bool:
+    """Whether the axis a trace or mark refers to ('x', 'y2', …) is a log axis, as laid out so far."""
+    axis = fig.layout[f"{ref[0]}axis{ref[1:]}"]
+    return axis is not None and axis.type == "log"
+
+
+def reference_line(fig: go.Figure, value: float, text: str = "", axis: str = "y", color: str = MUTED,
+                   dash: str = "dash", width: float = 1.5, position: str = "end", ref: str | None = None) -> go.Figure:
+    """A line across the plot at `value` (in data units) on one axis, with its label beside it:
+    the book's one way to mark a value (a memory limit, a ridge, 100%).
+
+    On a log axis plotly reads a shape's coordinates in data units but an annotation's in log10
+    units, so plotly.py's add_hline/add_vline(annotation_text=…) puts the label decades away (and
+    autorange follows it: an axis to 10^139). Here the label's coordinate is converted where the
+    axis is log: set the axis type before calling. `ref` names the axis ('y2'); `position` puts
+    the label at the 'end' (right, top) or the 'start' of the line."""
+    ref = ref or axis
+    if axis not in ("x", "y") or ref[0] != axis:
+        raise ValueError(f"reference_line: axis {axis!r} with ref {ref!r}")
+    other = "y" if axis == "x" else "x"
+    other_ref = other + ref[1:] if ref[1:] else other
+    domain = f"{other_ref} domain"
+    fig.add_shape(type="line", xref=ref if axis == "x" else domain, yref=ref if axis == "y" else domain,
+                  **({"x0": value, "x1": value, "y0": 0, "y1": 1} if axis == "x" else
+                     {"y0": value, "y1": value, "x0": 0, "x1": 1}),
+                  line=dict(color=color, dash=dash, width=width), layer="below")
+    if text:
+        at = math.log10(value) if _axis_is_log(fig, ref) else value
+        end = position == "end"
+        if axis == "y":
+            fig.add_annotation(yref=ref, y=at, xref=domain, x=1 if end else 0, xanchor="right" if end else "left",
+                               yanchor="bottom", text=text, showarrow=False, font=dict(color=color, size=11))
+        else:
+            fig.add_annotation(xref=ref, x=at, yref=domain, y=1 if end else 0, yanchor="top" if end else "bottom",
+                               xanchor="left", xshift=3, text=text, showarrow=False, font=dict(color=color, size=11))
     return fig
 
 

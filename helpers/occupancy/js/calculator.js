@@ -297,11 +297,11 @@
         const limit = r.blockLimits[row.k];
         const limiting = r.limiters.includes(row.k);
         return `<tr data-resource="${row.k}" class="${limiting ? "apo-limiting" : ""}">
-          <th scope="row">${esc(resourceLabel[row.k])}${limiting ? " ◀" : ""}</th><td>${row.per}</td>
-          <td data-out="used">${int(row.used)}${row.unit} (${pct(r.utilization[row.k])})</td>
-          <td data-out="capacity">${int(row.cap)}${row.unit}</td>
-          <td data-out="left">${int(row.cap - row.used)}${row.unit}</td>
-          <td data-out="allows">${limit === data.unlimited ? "no limit" : plural(limit, "block")}</td></tr>`;
+          <th scope="row">${esc(resourceLabel[row.k])}${limiting ? " ◀" : ""}</th><td data-label="a block">${row.per}</td>
+          <td data-out="used" data-label="in use">${int(row.used)}${row.unit} (${pct(r.utilization[row.k])})</td>
+          <td data-out="capacity" data-label="the SM">${int(row.cap)}${row.unit}</td>
+          <td data-out="left" data-label="left">${int(row.cap - row.used)}${row.unit}</td>
+          <td data-out="allows" data-label="alone allows">${limit === data.unlimited ? "no limit" : plural(limit, "block")}</td></tr>`;
       }).join("");
       const s = r.gpu;
       el.querySelector(".apo-table-note").textContent =
