@@ -20,6 +20,9 @@ from ..core.stages import DEFAULT_SHAPE, Shape, Stage, get_stage, reset_compiled
 
 WARMUP_CALLS = 3
 SCHEDULE = dict(wait=1, warmup=1, active=3)
+# torch.profiler's note that a schedule's cycle drops the events of the cycle before: true and
+# meant here (one cycle is kept), and on a live page it was a stderr box above every chart
+_PROFILER_CYCLE_NOTE = "Warning: Profiler clears events at the end of each cycle"
 
 
 def device_provenance(stage: str, shape: Shape, command: str | None = None) -> dict:
@@ -85,7 +88,8 @@ def profile_steps(step: Callable[[], object], plan: dict, activities, sync: Call
     """The one capture loop: `step()` once per profiler step under `schedule(**plan)`, then the
     chrome trace torch.profiler wrote, as a document. Stages (`capture`), any callable
     (`profile_code`) and the recording tools all profile through it."""
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_PROFILER_CYCLE_NOTE, category=UserWarning)
         path = Path(tmp) / "trace.json"
         with profile(activities=activities, schedule=schedule(**plan), record_shapes=record_shapes,
                      on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
