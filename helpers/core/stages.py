@@ -246,8 +246,9 @@ register(Stage(
     sdpa_forward, sdpa_backend="MATH",
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
     short="math", colour=KIND_COLORS["softmax"], symbol="square",
-    lesson='one API call that runs the same unfused kernels as the naive code',
-    lesson_claim='the math backend launches many small kernels'))
+    lesson=('one API call, yet more kernels than the naive code and other ones: fp32 copies and CUDA-core '
+            'matmuls, a causal mask built on every call, a safe softmax'),
+    lesson_claim='the math backend runs other kernels than the naive code'))
 register(Stage(
     "sdpa_efficient", "SDPA, memory-efficient backend", "pinned to EFFICIENT_ATTENTION (xformers' CUTLASS kernel)",
     sdpa_forward, Requirement("the memory-efficient kernel needs sm 8.0+ for bf16", min_capability=(8, 0)),
@@ -279,7 +280,7 @@ register(Stage(
     guess_kinds=("attention",),
     short="auto", colour=KIND_COLORS["reduce"], symbol="star-open",
     lesson='the backend SDPA picks by itself for this GPU and shape',
-    lesson_claim="flash is the fastest backend, and cuDNN is not SDPA's automatic choice"))
+    lesson_claim="with no backend pinned, SDPA picks the fastest backend"))
 
 
 # --- beyond the article: what a compiler makes of the same code ------------------------------
