@@ -280,6 +280,30 @@ def cpu_difference(lighter: Profile, heavier: Profile, top: int = 3) -> str:
             + "; ".join(shown))
 
 
+def glue_cpu_split(cudnn: Profile, flash: Profile, prefix: str = "cpu_split") -> dict:
+    """Glue what chapter 6 says about the CPU split (`cpu_time_split`'s rows) as `<prefix>_<name>`:
+    the gap and its largest rows, the launch calls, the backend's own op and the transposes."""
+    from ..views.prose import glue
+    split = cpu_time_split({"cudnn": cudnn, "flash": flash})
+    row = lambda label, who: float(split.loc[label, f"{who} µs"]) if label in split.index else 0.0  # noqa: E731
+    launches = lambda who: " and ".join(  # noqa: E731
+        f"{i.split(': ')[1]} ({split.loc[i, f'{who} µs']:.1f} µs)" for i in split.index
+        if i.startswith("launch: ") and split.loc[i, f"{who} µs"] > 0) or "no launch"
+    heavier = float(split.loc["total: attn_fwd", "flash µs"]) >= float(split.loc["total: attn_fwd", "cudnn µs"])
+    op = {who: row("the backend's forward op", who) for who in ("cudnn", "flash")}
+    values = {"gap": cpu_difference(cudnn, flash) if heavier else cpu_difference(flash, cudnn),
+              "plan": ("no sign of a plan prepared on every call: cuDNN's op takes no longer than flash's"
+                       if op["cudnn"] <= op["flash"] else
+                       "cuDNN's own op is the heavier one, where its engine prepares the plan"),
+              "cudnn_launch": launches("cudnn"), "flash_launch": launches("flash"),
+              "cudnn_op_us": f"{op['cudnn']:.1f}", "flash_op_us": f"{op['flash']:.1f}",
+              "flash_transposes_us": f"{row('transposes (views)', 'flash'):.1f}",
+              "cudnn_transposes_us": f"{row('transposes (views)', 'cudnn'):.1f}"}
+    for key, value in values.items():
+        glue(f"{prefix}_{key}", value)
+    return values
+
+
 def fastest_backend(profiles: Profiles) -> Verdict:
     """The article: flash is the fastest backend (on its A100, 146.8 µs against cuDNN's 186.3)."""
     times = {n: p.summary()["gpu_time_us"] for n, p in profiles.items()}
@@ -404,6 +428,25 @@ def inplace_saves_memory(inplace: Profile, naive: Profile) -> Verdict | None:
     if saved == 0 and len(at_last) == 2:
         difference += ": it is set by the last line, not by the copy"
     return Verdict("in-place masking saves memory as well as time", evidence, saved > 0, difference)
+
+
+def glue_memory(inplace: Profile, naive: Profile, prefix: str = "memory") -> dict:
+    """Glue chapter 2's account of the forward's peak (`last_line_bytes`) as `<prefix>_<name>`."""
+    from ..views.prose import glue
+    mib = lambda b: f"{b / 2**20:,.0f}"  # noqa: E731
+    used = {p.stage: forward_memory_bytes(p) for p in (inplace, naive)}
+    line = last_line_bytes(inplace)
+    if any(u is None for u in used.values()):
+        match = "a peak these recordings do not hold"
+    elif all(u == line for u in used.values()):
+        match = "exactly the peak measured, in place and out of place"
+    else:
+        match = "not the peak measured (" + ", ".join(f"{s} {mib(u)} MiB" for s, u in used.items()) + ")"
+    values = {"scores_mib": mib(scores_bytes(inplace)), "output_mib": mib(output_bytes(inplace)),
+              "last_line_mib": mib(line), "match": match}
+    for key, value in values.items():
+        glue(f"{prefix}_{key}", value)
+    return values
 
 
 CHECKS: dict[str, Callable[[Profiles], list[Verdict]]] = {

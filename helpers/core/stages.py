@@ -386,5 +386,6 @@ register(Stage(
                 **AMPERE_HALF, max_head_dim=256),
     guess_kinds=("attention",), hook="helpers.core.hub_kernel",
     short="hub", colour=KIND_COLORS["unknown"], symbol="circle",
-    lesson='FlashAttention-2 loaded from the Hub: the same algorithm, another binary',
+    lesson=('upstream FlashAttention-2 outside PyTorch, as the Hub ships it: the same algorithm, another binary '
+            '(replayed, a build of the same source, not the Hub\'s download)'),
     lesson_claim='the same kernel takes about the same GPU time'))

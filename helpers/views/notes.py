@@ -31,3 +31,10 @@ def show_counters(result) -> None:
                          "measures its own counters (tools/record_ncu.py records a set)."))
     for note in result.notes:
         print(f"  {note}")
+
+
+def how_recorded(lines: list[str], summary: str = "How this was recorded") -> HTML:
+    """A folded note of how a recording was made (its tool, its build, its settings), one item a
+    line, for the reader who wants it: never unfolded in a page's prose, never a Python repr."""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines if line)
+    return HTML(f'<details class="how-recorded"><summary>{html.escape(summary)}</summary><ul>{items}</ul></details>')
