@@ -28,7 +28,7 @@ def show_counters(result) -> None:
     else:
         display(not_live(result.banner(), result.why_not_live(),
                          "On a machine with an NVIDIA GPU and Nsight Compute's ncu on PATH, the page "
-                         "measures its own counters (tools/record_ncu.py records a set)."))
+                         "measures its own counters (Run it yourself says how to record a set)."))
     for note in result.notes:
         print(f"  {note}")
 
