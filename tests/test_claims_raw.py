@@ -533,7 +533,7 @@ def test_math_fp32_gemms_needs_both_fp32_and_ffma(profiles):
     math = profiles["sdpa_math"]
     v = claims.math_fp32_gemms(math)
     copies = [e for e, holders in forward(math) if e["cat"] == "kernel" and "aten::copy_" in holders]
-    assert copies and f"; {len(copies)} copy kernels convert the inputs and output" in v.evidence
+    assert copies and f"; {len(copies)} copy kernels convert between dtypes" in v.evidence
     assert all(e["name"] in v.evidence for e in gemms(math))
     # the other side: the same fp32 gemms on tensor cores (cuBLAS's name for TF32: tensor16x8x8, no ffma)
     tf32 = edited(math, change=lambda e: e | {"name": e["name"].replace("_ffma_", "_tensor16x8x8_")}

@@ -102,7 +102,7 @@ def math_fp32_gemms(prof: Profile) -> Verdict:
     fp32 = gemms["math"].eq("CUDA cores (FFMA)") & gemms["dtype"].eq("fp32")
     evidence = "; ".join(f"{n} → {d}, {m}" for n, d, m in zip(gemms["name"], gemms["dtype"], gemms["math"]))
     copies = e[(e["kind"] == "copy")]
-    evidence += f"; {len(copies)} copy kernels convert the inputs and output"
+    evidence += f"; {len(copies)} copy kernels convert between dtypes"
     return Verdict(f"math upcasts {prof.shape.dtype} to fp32 and runs CUDA-core (FFMA) gemms", evidence,
                    bool(len(gemms) and fp32.all()), "some gemms run on tensor cores")
 
