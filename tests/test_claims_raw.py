@@ -720,7 +720,7 @@ def test_cpu_time_split_from_the_raw_host_ops(profiles):
         def part(e, depth):
             name = e["name"]
             if depth == 0:
-                return "attn_fwd, outside any aten op"
+                return "attn_fwd itself, outside its ops"
             if name.startswith(("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_")):
                 return "SDPA's entry and dispatch ops"
             if name in ("aten::transpose", "aten::as_strided"):

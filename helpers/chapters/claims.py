@@ -199,7 +199,7 @@ def launched_by_ex(prof: Profile) -> Verdict:
 # ops') in one part, and each CUDA runtime or driver call in a row of its own (taken out of the op
 # that made it): every microsecond of attn_fwd is in exactly one row, so the rows sum to it
 CPU_PARTS = (
-    ("attn_fwd, outside any aten op",
+    ("attn_fwd itself, outside its ops",
      lambda name, depth: depth == 0),
     ("SDPA's entry and dispatch ops",
      lambda name, depth: name.startswith(("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_"))),
