@@ -170,7 +170,7 @@ def test_compiled_fusion_evidence_and_difference(profiles):
     for prof in (c, n, scale_only, profiles["sdpa_flash"]):
         between = between_gemms(prof)
         v = by_claim(compiled.verdict_list(prof, n), "scale, mask and softmax fuse")
-        assert v.evidence.startswith(f"{len(between)} kernel(s) between the gemms: "
+        assert v.evidence.startswith(f"{len(between)} kernel{'' if len(between) == 1 else 's'} between the gemms: "
                                      + (", ".join(e["name"] for e in between) or "none"))
         triton = [e for e in between if e["name"].startswith("triton_")]
         assert ("; its name lists " in v.evidence) == bool(triton)

@@ -213,3 +213,4 @@ def test_no_maintainer_command_or_python_repr_on_a_reader_page(name):
     words = re.sub(r"How (this|the) (trace )?was recorded.*?(?= [A-Z][a-z]+ [a-z])", " ", words)
     assert "tools/record" not in words and "helpers.profiling" not in words, name
     assert not re.search(r"\{'[A-Za-z_]+': ", words), name
+    assert not re.search(r"[a-z]\(s\)", words), name  # a template's "op(s)", "kernel(s)": count the words

@@ -400,7 +400,7 @@ def verdict_list(flex: Profile, flash: Profile) -> list[Verdict]:
     decoded = [decode(n) for n in kernels["name"]]
     out = [Verdict(
         "one Triton template kernel does the whole forward",
-        f"{len(e)} GPU event(s): " + "; ".join(f"{d.name} ({d.summary})" for d in decoded),
+        f"{len(e)} GPU event{'' if len(e) == 1 else 's'}: " + "; ".join(f"{d.name} ({d.summary})" for d in decoded),
         len(e) == 1 and len(decoded) == 1 and decoded[0].library == "Triton"
         and decoded[0].details.get("class_token") == "tem" and decoded[0].op == "flex_attention",
         f"{len(e)} GPU events" if len(e) != 1 else f"{decoded[0].summary}")]
