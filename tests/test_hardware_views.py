@@ -158,9 +158,21 @@ def test_occupancy_truth_is_the_raw_csv_and_the_raw_trace(occupancy_table):
 
 def test_occupancy_truth_glue_counts_the_table(occupancy_table):
     g = truth.glue_truth(occupancy_table)
-    assert g["kernels"] == len(occupancy_table) and g["agree"] == len(occupancy_table)
+    # the counts count the rows the page's table shows: each kernel and launch configuration once
+    # (issue 29: "12 kernels read as zero" stood above a table with 5 zero rows)
+    shown = truth.truth_table(occupancy_table)
+    seen, once = set(), []
+    for row in occupancy_table.to_dict("records"):
+        launch = (row["kernel"], row["threads"], row["registers"], row["shared memory (B)"], row["grid blocks"])
+        if launch not in seen:
+            seen.add(launch)
+            once.append(row)
+    assert g["kernels"] == len(once) == len(shown) and g["agree"] == len(once)
+    assert g["stages"] == len({row["stage"] for row in occupancy_table.to_dict("records")})
+    zero = [r for r in once if r["CUPTI est. %"] == 0]
+    assert g["cupti_zero"] == len(zero) == int((shown["CUPTI est. %"] == 0).sum())
+    assert g["cupti_zero_ran"] == sum(r["ncu achieved %"] > 0 for r in zero)
     zero = occupancy_table[occupancy_table["CUPTI est. %"] == 0]
-    assert g["cupti_zero"] == len(zero) and g["cupti_zero_ran"] == int((zero["ncu achieved %"] > 0).sum())
     cudnn = occupancy_table[occupancy_table["stage"] == "sdpa_cudnn"].iloc[0]
     assert g["cudnn_achieved"] == f"{cudnn['ncu achieved %']:.1f}"
     answer = truth.achieved_answer(occupancy_table)

@@ -271,6 +271,6 @@ def test_a_kernel_that_cannot_load_is_told_in_a_readers_terms():
 @BOOK_GROUP
 def test_the_notebook_runs_in_replay(book_build):
     # the book build's execution of the page (the book is built in replay, where there is no GPU)
-    nb = executed_notebook(book_build, "04d_hub_flash")
+    nb = executed_notebook(book_build, "05b_hub_flash")
     text = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert "Replaying hub_flash" in text and "Traceback" not in text

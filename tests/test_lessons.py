@@ -59,12 +59,22 @@ def test_the_kernels_answer_key_is_the_raw_forward(profiles, stage):
 
 
 @pytest.mark.parametrize("stage,previous", [("inplace", "naive"), ("sdpa_math", "inplace"),
-                                            ("sdpa_flash", "sdpa_efficient"), ("flex", "sdpa_flash")])
+                                            ("sdpa_flash", "sdpa_efficient"), ("flex", "sdpa_flash"),
+                                            ("hub_flash", "sdpa_flash")])
 def test_the_speed_answer_key_is_the_raw_gpu_time(stage, previous):
     now, before = profile_stage(stage, mode="replay", quiet=True), profile_stage(previous, mode="replay", quiet=True)
     raw_us = {p.stage: sum(e["dur"] for e, _ in raw_last_step(p.trace_path)[0]) for p in (now, before)}
     key = guess.speed_key(now, before)
-    assert key["answer"] == ("faster" if raw_us[stage] < raw_us[previous] else "slower")
+    # the book's one definition: within 10% is about the same (issue 29: the hub page's key said
+    # "faster" at 0.95× while its verdict said "about the same (within 10%)")
+    ratio = raw_us[stage] / raw_us[previous]
+    expected = ("about the same (within 10%)" if abs(ratio - 1) <= 0.10 else "faster" if ratio < 1 else "slower")
+    assert key["answer"] == expected
+    assert key["options"] == ["faster", "about the same (within 10%)", "slower"]
+    if stage == "hub_flash":
+        from helpers import hub
+        (v,) = [v for v in hub.verdict_list(now, before) if "about the same GPU time" in v.claim]
+        assert v.holds == (expected == "about the same (within 10%)") and v.evidence.endswith(f": {expected}")
     assert guess.judge(key, key["answer"])["verdict"] == "right"
     other = next(o for o in key["options"] if o != key["answer"])
     assert guess.judge(key, other)["verdict"] == "wrong"
@@ -154,9 +164,9 @@ def raw_last(prof, which: int) -> float:
     return raw_per_step(raw_document(prof.trace_path)["traceEvents"])[-1][which]
 
 
-def test_math_against_naive_is_judged_from_the_gpu_time_of_the_raw_events(profiles):
-    ratio = raw_last(profiles["sdpa_math"], 0) / raw_last(profiles["naive"], 0)
-    verdict = claims.math_slower_than_naive(profiles["sdpa_math"], profiles["naive"])
+def test_math_against_inplace_is_judged_from_the_gpu_time_of_the_raw_events(profiles):
+    ratio = raw_last(profiles["sdpa_math"], 0) / raw_last(profiles["inplace"], 0)
+    verdict = claims.math_slower_than_inplace(profiles["sdpa_math"], profiles["inplace"])
     assert verdict.holds == (ratio > 1)
     assert f"{ratio:.2f}×" in verdict.evidence
     assert verdict in claims.verdicts("sdpa_math", profiles)

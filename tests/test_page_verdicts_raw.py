@@ -121,7 +121,7 @@ def test_compiled_fusion_both_sides(profiles):
             for op in ("mul", "masked_fill", "_softmax"))
         v = by_claim(compiled.verdict_list(prof, profiles["naive"]), "scale, mask and softmax fuse")
         assert v.holds == fused
-        assert v.evidence.startswith(f"{len(between)} kernel(s) between the gemms")
+        assert v.evidence.startswith(f"{len(between)} kernel{'' if len(between) == 1 else 's'} between the gemms")
     assert by_claim(compiled.verdict_list(profiles["naive_compiled"], profiles["naive"]), "scale, mask").holds
 
 

@@ -14,6 +14,7 @@ from helpers.chapters import compiled, flex
 from helpers.chapters import hub_flash as hub
 from helpers.core import inductor
 from helpers.core.names import decode
+from helpers.views import guess
 from conftest import raw_document
 from test_claims_raw import edited, forward, gpu_last, ops_of, scaled_gpu, without_transposes_but
 from test_page_verdicts_raw import STAGES, TEMPLATE, between_gemms, by_claim, gemms, kernels, with_kernel_args
@@ -140,7 +141,10 @@ def test_hub_transposes_need_none_here_and_some_in_sdpa(profiles):
 def test_hub_time_ratio_in_the_difference(profiles):
     h, s = scaled_gpu(profiles["hub_flash"], 1.5), profiles["sdpa_flash"]
     v = by_claim(hub.verdict_list(h, s), "the same kernel takes about")
-    assert not v.holds and v.difference == f"{gpu_last(h) / gpu_last(s):.2f}× the GPU time of sdpa_flash"
+    ratio = gpu_last(h) / gpu_last(s)
+    assert not v.holds and v.difference == f"{ratio:.2f}× the GPU time of sdpa_flash: {'slower' if ratio > 1.1 else 'faster'}"
+    # the page's speed question and this verdict use one definition (within 10%: about the same)
+    assert guess.speed_key(h, s)["answer"] == ("slower" if ratio > 1.1 else "faster")
 
 
 def test_hub_kernel_is_the_longest_and_a_forward_without_one_is_named(profiles):
@@ -166,7 +170,7 @@ def test_compiled_fusion_evidence_and_difference(profiles):
     for prof in (c, n, scale_only, profiles["sdpa_flash"]):
         between = between_gemms(prof)
         v = by_claim(compiled.verdict_list(prof, n), "scale, mask and softmax fuse")
-        assert v.evidence.startswith(f"{len(between)} kernel(s) between the gemms: "
+        assert v.evidence.startswith(f"{len(between)} kernel{'' if len(between) == 1 else 's'} between the gemms: "
                                      + (", ".join(e["name"] for e in between) or "none"))
         triton = [e for e in between if e["name"].startswith("triton_")]
         assert ("; its name lists " in v.evidence) == bool(triton)

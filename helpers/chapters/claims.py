@@ -2,12 +2,13 @@
 with a verdict, "holds" or "differs: ...", for whatever GPU the trace comes from."""
 from __future__ import annotations
 
+import math
 from typing import Callable, Mapping
 
 import pandas as pd
 
 from ..core.profile import Profile
-from ..core.article import A100_MATH_OVER_NAIVE, A100_REFERENCE
+from ..core.article import A100_MATH_OVER_INPLACE, A100_REFERENCE
 from .hub_flash import verdict_list as hub_verdicts
 from ..views.verdicts import Verdict, table
 
@@ -88,10 +89,11 @@ def fewer_masking_ops(prof: Profile, before: Profile) -> Verdict:
 
 
 def many_kernels(prof: Profile, fused: Profile | None = None) -> Verdict:
-    n = len(_events(prof))
+    e = _events(prof)
+    n, k = len(e), int((e["category"] == "kernel").sum())
     ref = f"; {fused.stage} launches {len(_events(fused))}" if fused is not None else ""
-    return Verdict("the math backend launches many small kernels", f"{n} GPU events per forward{ref}", n >= 10,
-                   f"only {n} GPU events")
+    return Verdict("the math backend launches many kernels per forward, not one",
+                   f"{n} GPU events per forward, {k} of them kernels{ref}", n >= 10, f"only {n} GPU events")
 
 
 def math_fp32_gemms(prof: Profile) -> Verdict:
@@ -100,7 +102,7 @@ def math_fp32_gemms(prof: Profile) -> Verdict:
     fp32 = gemms["math"].eq("CUDA cores (FFMA)") & gemms["dtype"].eq("fp32")
     evidence = "; ".join(f"{n} → {d}, {m}" for n, d, m in zip(gemms["name"], gemms["dtype"], gemms["math"]))
     copies = e[(e["kind"] == "copy")]
-    evidence += f"; {len(copies)} copy kernels convert the inputs and output"
+    evidence += f"; {len(copies)} copy kernels convert between dtypes"
     return Verdict(f"math upcasts {prof.shape.dtype} to fp32 and runs CUDA-core (FFMA) gemms", evidence,
                    bool(len(gemms) and fp32.all()), "some gemms run on tensor cores")
 
@@ -193,51 +195,180 @@ def launched_by_ex(prof: Profile) -> Verdict:
                    any(p.startswith("cuLaunchKernelEx") for p in paths), f"launched by {', '.join(paths)}")
 
 
+# the parts of a backend's CPU time in attn_fwd, each host op's self time (its time less its child
+# ops') in one part, and each CUDA runtime or driver call in a row of its own (taken out of the op
+# that made it): every microsecond of attn_fwd is in exactly one row, so the rows sum to it
+CPU_PARTS = (
+    ("attn_fwd itself, outside its ops",
+     lambda name, depth: depth == 0),
+    ("SDPA's entry and dispatch ops",
+     lambda name, depth: name.startswith(("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_"))),
+    ("transposes (views)",
+     lambda name, depth: name in ("aten::transpose", "aten::as_strided")),
+    ("allocations (aten::empty*)",
+     lambda name, depth: name.startswith("aten::empty")),
+    ("the backend's forward op",
+     lambda name, depth: name.endswith("_attention_forward")),
+    ("other host ops", lambda name, depth: True),
+)
+
+
+def _runtime_calls(prof: Profile, start: float, end: float, tid) -> list[dict]:
+    return [e for e in prof.events if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")
+            and e.get("tid") == tid and start <= float(e["ts"]) and float(e["ts"]) + float(e["dur"]) <= end + 1e-3]
+
+
+def _round_to_total(column: pd.Series) -> pd.Series:
+    """Tenths of a µs that still sum to the rounded total (the last row): each part rounded down,
+    and the tenths left over given to the parts that lost the most (largest remainder)."""
+    parts, total = column.iloc[:-1] * 10, round(float(column.iloc[-1]) * 10)
+    down = parts.apply(math.floor)
+    left = int(total - down.sum())
+    for label in (parts - down).sort_values(ascending=False).index[:max(left, 0)]:
+        down[label] += 1
+    return pd.concat([down / 10, pd.Series({column.index[-1]: total / 10})])
+
+
 def cpu_time_split(profiles: Profiles) -> pd.DataFrame:
-    """Where each backend's CPU time goes: the SDPA op, its backend op, the launching op."""
-    rows = []
+    """Where each backend's CPU time in attn_fwd goes, rows that sum to it: the self time of its
+    host ops in a few parts (`CPU_PARTS`), and each CUDA runtime or driver call (a launch, a memset,
+    a function attribute) in a row of its own, taken out of the self time of the op that made it."""
+    columns = {}
     for name, prof in profiles.items():
-        ops = prof.cpu_ops()
+        ops = prof.cpu_ops().reset_index(drop=True)
         root = ops[ops["depth"] == 0].iloc[0]
-        by_depth = {d: ops[ops["depth"] == d] for d in (1, 2, 3)}
-        row = {"stage": name, "attn_fwd µs": round(root["dur_us"], 1)}
-        for d, frame in by_depth.items():
-            if len(frame):
-                top = frame.sort_values("dur_us").iloc[-1]
-                row[f"depth {d} op"] = top["name"]
-                row[f"depth {d} self µs"] = round(top["self_us"], 1)
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("stage")
+        own = ops["self_us"].astype(float).copy()
+        parts: dict[str, float] = {}
+        for call in _runtime_calls(prof, float(root["start_us"]), float(root["end_us"]), root["tid"]):
+            ts, dur = float(call["ts"]), float(call["dur"])
+            holders = ops[(ops["start_us"] <= ts) & (ts + dur <= ops["end_us"] + 1e-3)]
+            own[holders["depth"].idxmax()] -= dur   # the innermost op that made the call
+            kind = "launch" if "Launch" in call["name"] else f"{call['cat'].split('_')[1]} call"
+            label = f"{kind}: {call['name']}"
+            parts[label] = parts.get(label, 0.0) + dur
+        for label, test in CPU_PARTS:
+            picked = [i for i, r in ops.iterrows() if test(r["name"], r["depth"])
+                      and not any(t(r["name"], r["depth"]) for lab, t in CPU_PARTS[:CPU_PARTS.index((label, test))])]
+            parts[label] = float(own[picked].sum()) if picked else 0.0
+        parts["total: attn_fwd"] = float(root["dur_us"])
+        columns[f"{name} µs"] = parts
+    frame = pd.DataFrame(columns).fillna(0.0)
+    calls = [i for i in frame.index if ": " in i and i != "total: attn_fwd"]
+    order = [label for label, _ in CPU_PARTS] + sorted(calls) + ["total: attn_fwd"]
+    frame = frame.loc[[i for i in order if i == "total: attn_fwd" or frame.loc[i].abs().sum() > 0]]
+    frame = frame.apply(_round_to_total)
+    frame.index.name = "where the CPU time goes"
+    frame.attrs = {"caption": "One forward (the last profiled step), the profiler's overhead included. Each host op's "
+                              "self time (its time less its child ops' and its CUDA calls') is in one row: attn_fwd's "
+                              "own (Python, the call into the dispatcher, the profiler's records); SDPA's entry and "
+                              "dispatch (aten::scaled_dot_product_attention, aten::_scaled_dot_product_*); the "
+                              "transposes (aten::transpose, aten::as_strided); allocations; the backend's "
+                              "aten::_*_attention_forward. Each CUDA runtime or driver call (a launch, a memset, a "
+                              "function attribute) has its own row. The rows sum to attn_fwd."}
+    return frame
 
 
-def fastest_backend(profiles: Profiles, auto: Profile | None = None) -> Verdict:
+def cpu_difference(lighter: Profile, heavier: Profile, top: int = 3) -> str:
+    """In words, the rows of `cpu_time_split` where `heavier` spends the most CPU time beyond
+    `lighter`: the few that explain most of the gap."""
+    split = cpu_time_split({"a": lighter, "b": heavier})
+    gap = (split["b µs"] - split["a µs"]).drop("total: attn_fwd").sort_values(ascending=False)
+    total = float(split.loc["total: attn_fwd", "b µs"] - split.loc["total: attn_fwd", "a µs"])
+    shown = [f"{label.split(' (')[0]} ({split.loc[label, 'b µs']:.1f} against {split.loc[label, 'a µs']:.1f} µs)"
+             for label in gap.index[:top]]
+    return (f"{heavier.stage} spends {total:.1f} µs more than {lighter.stage}; most of it in "
+            + "; ".join(shown))
+
+
+def glue_cpu_split(cudnn: Profile, flash: Profile, prefix: str = "cpu_split") -> dict:
+    """Glue what chapter 6 says about the CPU split (`cpu_time_split`'s rows) as `<prefix>_<name>`:
+    the gap and its largest rows, the launch calls, the backend's own op and the transposes."""
+    from ..views.prose import glue
+    split = cpu_time_split({"cudnn": cudnn, "flash": flash})
+    row = lambda label, who: float(split.loc[label, f"{who} µs"]) if label in split.index else 0.0  # noqa: E731
+    launches = lambda who: " and ".join(  # noqa: E731
+        f"{i.split(': ')[1]} ({split.loc[i, f'{who} µs']:.1f} µs)" for i in split.index
+        if i.startswith("launch: ") and split.loc[i, f"{who} µs"] > 0) or "no launch"
+    heavier = float(split.loc["total: attn_fwd", "flash µs"]) >= float(split.loc["total: attn_fwd", "cudnn µs"])
+    op = {who: row("the backend's forward op", who) for who in ("cudnn", "flash")}
+    values = {"gap": cpu_difference(cudnn, flash) if heavier else cpu_difference(flash, cudnn),
+              "plan": ("no sign of a plan prepared on every call: cuDNN's op takes no longer than flash's"
+                       if op["cudnn"] <= op["flash"] else
+                       "cuDNN's own op is the heavier one, where its engine prepares the plan"),
+              "cudnn_launch": launches("cudnn"), "flash_launch": launches("flash"),
+              "cudnn_op_us": f"{op['cudnn']:.1f}", "flash_op_us": f"{op['flash']:.1f}",
+              "flash_transposes_us": f"{row('transposes (views)', 'flash'):.1f}",
+              "cudnn_transposes_us": f"{row('transposes (views)', 'cudnn'):.1f}"}
+    for key, value in values.items():
+        glue(f"{prefix}_{key}", value)
+    return values
+
+
+def fastest_backend(profiles: Profiles) -> Verdict:
+    """The article: flash is the fastest backend (on its A100, 146.8 µs against cuDNN's 186.3)."""
     times = {n: p.summary()["gpu_time_us"] for n, p in profiles.items()}
     fastest = min(times, key=times.get)
     evidence = ", ".join(f"{n} {t:.1f} µs" for n, t in sorted(times.items(), key=lambda kv: kv[1]))
-    claim = "flash is the fastest backend, and cuDNN is not SDPA's automatic choice"
-    if auto is not None:
-        auto_kernels = set(auto.kernels()["library"]) - {"CUDA runtime"}
-        chosen = [n for n, p in profiles.items() if set(p.kernels()["library"]) - {"CUDA runtime"} == auto_kernels]
-        evidence += f"; with no backend pinned SDPA ran {', '.join(chosen) or 'another kernel'}"
-        holds = fastest == "sdpa_flash" and "sdpa_cudnn" not in chosen
-        return Verdict(claim, evidence, holds, f"{fastest} is the fastest" +
-                       (f" and SDPA chooses {', '.join(chosen)}" if chosen else ""))
-    return Verdict(claim, evidence, fastest == "sdpa_flash", f"{fastest} is the fastest")
+    article = ", ".join(f"{n} {A100_REFERENCE[n]['GPU µs']:.1f} µs" for n in sorted(
+        (n for n in profiles if n in A100_REFERENCE), key=lambda n: A100_REFERENCE[n]["GPU µs"]))
+    return Verdict("flash is the fastest backend", evidence, fastest == "sdpa_flash", f"{fastest} is the fastest",
+                   article=article)
+
+
+def chosen_backends(profiles: Profiles, auto: Profile) -> list[str]:
+    """The pinned stages whose kernels are the ones SDPA ran with no backend pinned."""
+    ran = set(auto.kernels()["library"]) - {"CUDA runtime"}
+    return [n for n, p in profiles.items() if set(p.kernels()["library"]) - {"CUDA runtime"} == ran]
+
+
+def auto_picks_fastest(profiles: Profiles, auto: Profile) -> Verdict:
+    """The article: SDPA "dispatches to one of the several backends and picks the fastest one that
+    supports our inputs". Judged by which pinned stage's kernels the unpinned call ran."""
+    times = {n: p.summary()["gpu_time_us"] for n, p in profiles.items()}
+    fastest = min(times, key=times.get)
+    chosen = chosen_backends(profiles, auto)
+    evidence = (f"with no backend pinned SDPA ran {', '.join(chosen) or 'another kernel'}; the fastest pinned "
+                f"backend is {fastest} ({times[fastest]:.1f} µs)")
+    return Verdict("with no backend pinned, SDPA picks the fastest backend", evidence, chosen == [fastest],
+                   f"SDPA chose {', '.join(chosen) or 'another kernel'}, not {fastest}")
 
 
 # --- three claims of the article, each a number: a ratio, CPU time, memory --------------------
 
-def math_slower_than_naive(math: Profile, naive: Profile) -> Verdict:
-    """The article: the math backend is 3.7× slower than the naive three lines (its A100)."""
-    m, n = math.summary(), naive.summary()
+def math_slower_than_inplace(math: Profile, inplace: Profile) -> Verdict:
+    """The article: "the one liner is 3.7x slower", math against the in-place three lines
+    (7.239 ms against 1.955 ms of GPU time per forward on its A100)."""
+    m, n = math.summary(), inplace.summary()
     ratio = m["gpu_time_us"] / n["gpu_time_us"]
-    evidence = (f"GPU time per forward: {math.stage} {m['gpu_time_us']:.1f} µs, {naive.stage} "
+    evidence = (f"GPU time per forward: {math.stage} {m['gpu_time_us']:.1f} µs, {inplace.stage} "
                 f"{n['gpu_time_us']:.1f} µs: {ratio:.2f}×")
     if m["do_bench_us"] and n["do_bench_us"]:
         evidence += f" (do_bench: {m['do_bench_us'] / n['do_bench_us']:.2f}×)"
-    return Verdict("the math backend is slower than naive attention", evidence, ratio > 1,
-                   f"math takes {ratio:.2f}× naive's GPU time: it is faster",
-                   article=f"{A100_MATH_OVER_NAIVE}× slower")
+    a100 = {s: A100_REFERENCE[s]["GPU µs"] / 1000 for s in ("sdpa_math", "inplace")}
+    return Verdict("the math backend is slower than the in-place three lines", evidence, ratio > 1,
+                   f"math takes {ratio:.2f}× in-place's GPU time: it is faster",
+                   article=f"{A100_MATH_OVER_INPLACE}× slower ({a100['sdpa_math']:.3f} / {a100['inplace']:.3f} ms)")
+
+
+def math_unlike_naive(math: Profile, naive: Profile) -> Verdict:
+    """Not the naive code in one call: the math backend's forward runs other kernels, and more.
+    Holds when it has more GPU events than naive and none of its matmul kernels is one of naive's."""
+    em, en = _events(math), _events(naive)
+    def kinds(e: pd.DataFrame) -> str:
+        counts = e["kind"].value_counts()
+        return ", ".join(f"{n} {k}" for k, n in counts.items())
+    def gemm_math(e: pd.DataFrame) -> str:
+        g = e[e["kind"] == "gemm"]
+        return " and ".join(sorted({f"{d} on {m}" for d, m in zip(g["dtype"], g["math"])})) or "no gemm"
+    shared = sorted(set(em.loc[em["category"] == "kernel", "name"]) & set(en.loc[en["category"] == "kernel", "name"]))
+    same_gemms = set(em.loc[em["kind"] == "gemm", "name"]) & set(en.loc[en["kind"] == "gemm", "name"])
+    evidence = (f"{math.stage}: {len(em)} GPU events ({kinds(em)}); {naive.stage}: {len(en)} ({kinds(en)}). "
+                f"Matmuls: {math.stage} {gemm_math(em)}, {naive.stage} {gemm_math(en)}. "
+                f"{len(shared)} of {math.stage}'s kernel names also appear in {naive.stage}'s forward")
+    holds = len(em) > len(en) and not same_gemms
+    why = (f"{len(em)} GPU events, not more than {naive.stage}'s {len(en)}" if len(em) <= len(en)
+           else f"it runs {len(same_gemms)} of {naive.stage}'s matmul kernels")
+    return Verdict("the math backend runs other kernels than the naive code, and more of them", evidence, holds, why)
 
 
 def cudnn_cpu_heavier(cudnn: Profile, others: list[Profile]) -> Verdict:
@@ -257,9 +388,26 @@ def forward_memory_bytes(prof: Profile) -> int | None:
     return prof.forward_memory_bytes
 
 
+def output_bytes(prof: Profile) -> int:
+    """Bytes of one [batch, heads, seq, head_dim] output in the stage's dtype."""
+    s = prof.shape
+    return s.batch * s.heads * s.seq * s.head_dim * s.element_size
+
+
+def last_line_bytes(prof: Profile) -> int:
+    """What the three lines hold at once on their last, `torch.softmax(scores, -1) @ v`: the scores
+    (still named), softmax's output and the result. Nowhere else do two score matrices meet an
+    output: on the first line the matmul's result and the scaled copy are two score matrices and no
+    output, and out of place masked_fill's copy sits beside only the scores it copies (the old
+    tensor is freed as the name is rebound)."""
+    return 2 * scores_bytes(prof) + output_bytes(prof)
+
+
 def inplace_saves_memory(inplace: Profile, naive: Profile) -> Verdict | None:
     """The article: in-place masking saves memory as well as time. None where a trace does not
-    record its forward's memory (traces recorded before the provenance had it)."""
+    record its forward's memory (traces recorded before the provenance had it). The evidence says
+    where the peak is: the last line's two score matrices and output (`last_line_bytes`), in place
+    or not, which masked_fill's copy never exceeds."""
     now, was = forward_memory_bytes(inplace), forward_memory_bytes(naive)
     if now is None or was is None:
         return None
@@ -269,9 +417,36 @@ def inplace_saves_memory(inplace: Profile, naive: Profile) -> Verdict | None:
     evidence = (f"peak memory of one forward beyond what it started with: {inplace.stage} {mib(now)}, "
                 f"{naive.stage} {mib(was)} ({now / matrix:.2f} and {was / matrix:.2f} score matrices of "
                 f"{mib(matrix)}): {mib(saved)} saved")
+    line = last_line_bytes(inplace)
+    at_last = [p.stage for p, used in ((inplace, now), (naive, was)) if used == last_line_bytes(p)]
+    if at_last:
+        evidence += (f". {' and '.join(at_last)}: exactly the last line's scores, softmax's output and the result "
+                     f"(2 × {mib(matrix)} + {mib(output_bytes(inplace))} = {mib(line)}): the peak is there, and "
+                     f"masked_fill's copy, beside one score matrix only, stays under it")
     difference = (f"the same peak, {mib(now)}, in place or not" if saved == 0 else
                   f"{inplace.stage} needs {mib(-saved)} more than {naive.stage}")
+    if saved == 0 and len(at_last) == 2:
+        difference += ": it is set by the last line, not by the copy"
     return Verdict("in-place masking saves memory as well as time", evidence, saved > 0, difference)
+
+
+def glue_memory(inplace: Profile, naive: Profile, prefix: str = "memory") -> dict:
+    """Glue chapter 2's account of the forward's peak (`last_line_bytes`) as `<prefix>_<name>`."""
+    from ..views.prose import glue
+    mib = lambda b: f"{b / 2**20:,.0f}"  # noqa: E731
+    used = {p.stage: forward_memory_bytes(p) for p in (inplace, naive)}
+    line = last_line_bytes(inplace)
+    if any(u is None for u in used.values()):
+        match = "a peak these recordings do not hold"
+    elif all(u == line for u in used.values()):
+        match = "exactly the peak measured, in place and out of place"
+    else:
+        match = "not the peak measured (" + ", ".join(f"{s} {mib(u)} MiB" for s, u in used.items()) + ")"
+    values = {"scores_mib": mib(scores_bytes(inplace)), "output_mib": mib(output_bytes(inplace)),
+              "last_line_mib": mib(line), "match": match}
+    for key, value in values.items():
+        glue(f"{prefix}_{key}", value)
+    return values
 
 
 CHECKS: dict[str, Callable[[Profiles], list[Verdict]]] = {
@@ -281,18 +456,20 @@ CHECKS: dict[str, Callable[[Profiles], list[Verdict]]] = {
                           inplace_saves_memory(p["inplace"], p["naive"])],
     "sdpa_math": lambda p: [many_kernels(p["sdpa_math"]), math_fp32_gemms(p["sdpa_math"]),
                             mask_rebuilt(p["sdpa_math"]), safe_softmax(p["sdpa_math"]),
-                            math_slower_than_naive(p["sdpa_math"], p["naive"])],
+                            math_unlike_naive(p["sdpa_math"], p["naive"]),
+                            math_slower_than_inplace(p["sdpa_math"], p["inplace"])],
     "sdpa_efficient": lambda p: [single_kernel(p["sdpa_efficient"], "CUTLASS (xformers mem-efficient)")],
     "sdpa_flash": lambda p: [single_kernel(p["sdpa_flash"], "FlashAttention-2")],
     "sdpa_cudnn": lambda p: [single_kernel(p["sdpa_cudnn"], "cuDNN"),
                              no_transposes(p["sdpa_cudnn"], [p["sdpa_flash"], p["sdpa_efficient"]]),
                              launched_by_ex(p["sdpa_cudnn"]),
                              cudnn_cpu_heavier(p["sdpa_cudnn"], [p["sdpa_flash"], p["sdpa_efficient"]]),
-                             fastest_backend({k: p[k] for k in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")},
-                                             p.get("sdpa_auto"))],
+                             fastest_backend({k: p[k] for k in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")})]
+                            + ([auto_picks_fastest({k: p[k] for k in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")},
+                                                   p["sdpa_auto"])] if "sdpa_auto" in p else []),
     "hub_flash": lambda p: hub_verdicts(p["hub_flash"], p["sdpa_flash"]),
 }
-NEEDS = {"inplace": ("naive",), "sdpa_math": ("naive",), "sdpa_cudnn": ("sdpa_flash", "sdpa_efficient"),
+NEEDS = {"inplace": ("naive",), "sdpa_math": ("naive", "inplace"), "sdpa_cudnn": ("sdpa_flash", "sdpa_efficient"),
          "hub_flash": ("sdpa_flash",)}
 
 

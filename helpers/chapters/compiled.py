@@ -322,7 +322,7 @@ def verdict_list(compiled: Profile, naive: Profile) -> list[Verdict]:
     wanted = ("mul", "masked_fill", "_softmax")
     out.append(Verdict(
         "scale, mask and softmax fuse into one Triton kernel between the two matmuls",
-        f"{len(between_kernels)} kernel(s) between the gemms: "
+        f"{len(between_kernels)} kernel{'' if len(between_kernels) == 1 else 's'} between the gemms: "
         + (", ".join(between_kernels["name"]) or "none") + (f"; its name lists {', '.join(ops)}" if ops else ""),
         len(between_kernels) == 1 and len(triton) == 1 and all(o in ops for o in wanted),
         f"{len(between_kernels)} kernels between the gemms"

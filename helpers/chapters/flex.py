@@ -23,7 +23,7 @@ from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, SLIDING_WINDOW, STAGES, Shape, get_stage
 from ..views.charts import KIND_COLORS, MUTED, _title
 from .compiled import cpu_layers, generated_code
-from ..core.bound import GPU, LINE, of_call
+from ..core.bound import ABOUT_THE_SAME, GPU, LINE, SAME_WITHIN, of_call, speed_words
 from ..views.prose import glue
 from ..views.verdicts import Verdict, table
 
@@ -400,7 +400,7 @@ def verdict_list(flex: Profile, flash: Profile) -> list[Verdict]:
     decoded = [decode(n) for n in kernels["name"]]
     out = [Verdict(
         "one Triton template kernel does the whole forward",
-        f"{len(e)} GPU event(s): " + "; ".join(f"{d.name} ({d.summary})" for d in decoded),
+        f"{len(e)} GPU event{'' if len(e) == 1 else 's'}: " + "; ".join(f"{d.name} ({d.summary})" for d in decoded),
         len(e) == 1 and len(decoded) == 1 and decoded[0].library == "Triton"
         and decoded[0].details.get("class_token") == "tem" and decoded[0].op == "flex_attention",
         f"{len(e)} GPU events" if len(e) != 1 else f"{decoded[0].summary}")]
@@ -430,11 +430,11 @@ def verdict_list(flex: Profile, flash: Profile) -> list[Verdict]:
             tuple(grid) == expected, f"grid {grid}, expected {expected}"))
 
     gf, ga = flex.summary()["gpu_time_us"], flash.summary()["gpu_time_us"]
+    words = speed_words(gf, ga)   # the book's one definition of "about the same"
     out.append(Verdict(
-        f"as fast as flash on the GPU (within 10% of {flash.stage})",
+        f"as fast as flash on the GPU (within {SAME_WITHIN:.0%} of {flash.stage})",
         f"{flex.stage} {gf:.1f} µs, {flash.stage} {ga:.1f} µs per forward ({gf / ga:.2f}×)",
-        abs(gf / ga - 1) <= 0.10, f"{gf / ga:.2f}× the GPU time of {flash.stage} "
-                                  f"({'faster' if gf < ga else 'slower'})"))
+        words == ABOUT_THE_SAME, f"{gf / ga:.2f}× the GPU time of {flash.stage} ({words})"))
 
     b = of_call(flex.summary())
     if b is not None:

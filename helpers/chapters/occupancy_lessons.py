@@ -305,7 +305,7 @@ def glue_low_occupancy(profiles: dict[str, Profile]) -> dict:
                  for k in naive.kernels().itertuples() if k.category == "kernel"]
     values = {"flash_gpu_us": f"{fl:.1f}", "naive_gpu_us": f"{nv:.1f}",
               "speedup": f"{nv / fl:.1f}", "naive_max_occ": f"{max(naive_occ):.0f}",
-              "naive_kernels": len(naive_occ),
+              "naive_kernels": len(naive_occ), "naive_gpu_events": int(naive.summary()["gpu_events"]),
               "faster": LOW_OPTIONS[1] if fl < nv else LOW_OPTIONS[0],
               "comparison": (f"{nv / fl:.1f}× as long" if fl < nv else
                              f"{fl / nv:.1f}× faster than sdpa_flash")}

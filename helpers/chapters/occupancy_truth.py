@@ -122,11 +122,16 @@ SHOWN = ["stage", "#", "kernel", "CUPTI est. %", "calculator %", "ncu theoretica
          "limiter"]
 
 
+# one kernel and launch configuration: a row of the table the page shows (truth_table), and what
+# the page's counts count (glue_truth), so that "N kernels" is the same N in both
+LAUNCH_KEY = ("kernel", "threads", "registers", "shared memory (B)", "grid blocks")
+
+
 def truth_table(table: pd.DataFrame) -> pd.DataFrame:
     """The table as the page shows it: one row per kernel and launch configuration, the stages
     that launch it named together (naive and inplace share their gemms and softmax), the first
     stage's measurement shown."""
-    key = ["kernel", "threads", "registers", "shared memory (B)", "grid blocks"]
+    key = list(LAUNCH_KEY)
     stages = table.groupby(key, sort=False)["stage"].agg(lambda s: ", ".join(dict.fromkeys(s)))
     first = table.drop_duplicates(subset=key, keep="first").set_index(key)
     first["stage"] = stages
@@ -172,11 +177,16 @@ def chart(table: pd.DataFrame, stages: Sequence[str] | None = None) -> go.Figure
 def glue_truth(table: pd.DataFrame, prefix: str = "truth") -> dict:
     """Glue what the page says about the three figures, as `<prefix>_<name>`: the cuDNN and flash
     kernels' three figures, and counts over every kernel."""
+    every = table
+
     def main(stage):
-        rows = table[table["stage"] == stage]
+        rows = every[every["stage"] == stage]
         return rows.loc[rows["ncu µs"].idxmax()] if len(rows) else None
 
-    values = {"kernels": len(table), "stages": table["stage"].nunique(),
+    stages = table["stage"].nunique()
+    # the counts are over the rows the page shows: each kernel and launch configuration once
+    table = table.drop_duplicates(subset=list(LAUNCH_KEY), keep="first")
+    values = {"kernels": len(table), "stages": stages,
               "agree": int((table["calculator %"].round(1) == table["ncu theoretical %"].round(1)).sum()),
               "cupti_zero": int((table["CUPTI est. %"] == 0).sum()),
               "cupti_zero_ran": int(((table["CUPTI est. %"] == 0) & (table["ncu achieved %"] > 0)).sum()),

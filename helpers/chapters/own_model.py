@@ -43,7 +43,7 @@ def questions(name: str, prof: Profile, events_by: tuple[str, str] | None = None
     bound = bound_of(prof)
     options = [*BOUNDS, *([bound] if bound not in BOUNDS else [])]
     return Questions([
-        Question(number_key(f"{name}-events", f"How many GPU events will one step of {e.title} launch?",
+        Question(number_key(f"{name}-events", f"{e.title}: how many GPU events will one step launch?",
                             events, tolerance=EVENTS_TOLERANCE, unit=" events",
                             explained_by=events_by or ("#" + kernel_table_id(prof.stage), "the kernel table"))),
         Question(choice_key(f"{name}-bound", "What bounds the step: the CPU issuing the work, or the GPU running it?",
@@ -71,9 +71,38 @@ def glue_step(prof: Profile, prefix: str) -> dict:
         # the op that launched the most GPU time (the outermost: the line of code), and how many
         # ops launched anything at all
         "top_op": per_op.index[0], "launching_ops": len(per_op),
+        "launching_ops_words": f"{len(per_op)} op" + ("" if len(per_op) == 1 else "s"),
         "median_kernel_us": round(float(k.loc[k["category"] == "kernel", "dur_us"].median()), 1),
         "threads": int(prof.cpu_ops(step)["tid"].nunique()),
     }
+    # what to do next, said for the verdict the step has (never the other verdict's advice)
+    values["next"] = (
+        "the kernels are longer but not yet long enough to hide the CPU's issue time: a bigger batch, "
+        "fewer Python ops per step (the fast path, torch.compile) or CUDA graphs would close the gap"
+        if values["bound"] == "CPU" else
+        f"the top kernel is where to look next: here a {values['top_kind']} "
+        f"({values['top_pct']:.1f}% of the GPU time)" if values["bound"] == "GPU" else
+        "the GPU waits on other GPU work: look at the streams and synchronizations between its kernels")
+    for key, value in values.items():
+        glue(f"{prefix}_{key}", value)
+    return values
+
+
+def kernel_change(before: Profile, after: Profile, prefix: str) -> dict:
+    """Glue how the last steps' kernels differ (`<prefix>_<name>`): the kernel names only one side
+    launches, split-K matmuls and their reduce kernels among the new ones, and the memsets."""
+    def names(p: Profile) -> dict[str, int]:
+        k = p.kernels(p.forward_step)
+        return k.loc[k["category"] == "kernel", "name"].value_counts().to_dict()
+    a, b = names(before), names(after)
+    new = {n: c for n, c in b.items() if n not in a}
+    memsets = [int((p.kernels(p.forward_step)["category"] == "memset").sum()) for p in (before, after)]
+    kernels = [sum(a.values()), sum(b.values())]
+    values = {"kernels_before": kernels[0], "kernels_after": kernels[1],
+              "new_names": len(new), "gone_names": len([n for n in a if n not in b]),
+              "split_k": sum(c for n, c in new.items() if "splitK" in n),
+              "memsets_before": memsets[0], "memsets_after": memsets[1],
+              "same": "the same kernels" if a == b else "not the same kernels"}
     for key, value in values.items():
         glue(f"{prefix}_{key}", value)
     return values

@@ -99,3 +99,21 @@ def of_step(row) -> Bound:
     step's GPU span against its busy time, the idle time split by cause."""
     return bound(float(row["span_us"]), float(row["busy_us"]), float(row["host_wait_us"]),
                  float(row["other_wait_us"]), timed_by=STEP_SPAN)
+
+
+# --- the book's one definition of "faster", "slower" and "about the same" ---------------------
+# Two GPU times per forward are about the same when the first is within SAME_WITHIN (10 %) of the
+# second; else the first is faster or slower. The stage pages' speed question (`guess.speed_key`)
+# and every verdict that compares two stages' speed say it through `speed_words`.
+SAME_WITHIN = 0.10
+FASTER, SLOWER = "faster", "slower"
+ABOUT_THE_SAME = f"about the same (within {SAME_WITHIN:.0%})"
+SPEED_WORDS = (FASTER, ABOUT_THE_SAME, SLOWER)
+
+
+def speed_words(now_us: float, before_us: float) -> str:
+    """"faster", "slower" or "about the same (within 10%)": `now_us` against `before_us`."""
+    ratio = now_us / before_us
+    if abs(ratio - 1) <= SAME_WITHIN:
+        return ABOUT_THE_SAME
+    return FASTER if ratio < 1 else SLOWER

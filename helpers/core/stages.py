@@ -246,8 +246,9 @@ register(Stage(
     sdpa_forward, sdpa_backend="MATH",
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
     short="math", colour=KIND_COLORS["softmax"], symbol="square",
-    lesson='one API call that runs the same unfused kernels as the naive code',
-    lesson_claim='the math backend launches many small kernels'))
+    lesson=('one API call, yet more kernels than the naive code and other ones: fp32 copies and CUDA-core '
+            'matmuls, a causal mask built on every call, a safe softmax'),
+    lesson_claim='the math backend runs other kernels than the naive code'))
 register(Stage(
     "sdpa_efficient", "SDPA, memory-efficient backend", "pinned to EFFICIENT_ATTENTION (xformers' CUTLASS kernel)",
     sdpa_forward, Requirement("the memory-efficient kernel needs sm 8.0+ for bf16", min_capability=(8, 0)),
@@ -279,7 +280,7 @@ register(Stage(
     guess_kinds=("attention",),
     short="auto", colour=KIND_COLORS["reduce"], symbol="star-open",
     lesson='the backend SDPA picks by itself for this GPU and shape',
-    lesson_claim="flash is the fastest backend, and cuDNN is not SDPA's automatic choice"))
+    lesson_claim="with no backend pinned, SDPA picks the fastest backend"))
 
 
 # --- beyond the article: what a compiler makes of the same code ------------------------------
@@ -385,5 +386,6 @@ register(Stage(
                 **AMPERE_HALF, max_head_dim=256),
     guess_kinds=("attention",), hook="helpers.core.hub_kernel",
     short="hub", colour=KIND_COLORS["unknown"], symbol="circle",
-    lesson='FlashAttention-2 loaded from the Hub: the same algorithm, another binary',
+    lesson=('upstream FlashAttention-2 outside PyTorch, as the Hub ships it: the same algorithm, another binary '
+            '(replayed, a build of the same source, not the Hub\'s download)'),
     lesson_claim='the same kernel takes about the same GPU time'))

@@ -333,14 +333,14 @@ def stage_summaries(profiles: Sequence[Profile]) -> pd.DataFrame:
     return pd.DataFrame(rows).reset_index(drop=True)
 
 
-def kernels_per_forward(profiles: Sequence[Profile]) -> go.Figure:
+def gpu_events_per_forward(profiles: Sequence[Profile]) -> go.Figure:
     """GPU events (kernels + memcpy + memset) per forward, one bar per stage."""
     table = stage_summaries(profiles)
     fig = go.Figure(go.Bar(x=table["stage"], y=table["gpu_events"], text=table["gpu_events"],
                            textposition="outside", marker_color=SERIES_COLORS["GPU time"],
                            hovertemplate="%{x}: %{y} GPU events per forward<extra></extra>"))
     fig.update_layout(yaxis_title="GPU events per forward", height=380)
-    return _title(fig, "Kernels per forward", _source(profiles[-1]))
+    return _title(fig, "GPU events per forward", _source(profiles[-1]))
 
 
 def gpu_and_cpu_time(profiles: Sequence[Profile]) -> go.Figure:

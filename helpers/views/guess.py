@@ -353,12 +353,15 @@ def choice_key(qid: str, question: str, options: Sequence[str], answer: str,
 
 def speed_key(prof: Profile, previous: Profile, qid: str | None = None,
               explained_by: tuple[str, str] = ("#gpu-and-cpu-time", "the GPU and CPU time chart")) -> dict:
-    """Faster or slower on the GPU than the stage before, from the two traces' GPU time."""
+    """Faster, slower or about the same on the GPU as the stage before, from the two traces' GPU
+    time, in the book's one definition (`helpers.core.bound.speed_words`: within 10% is the same)."""
+    from ..core.bound import SPEED_WORDS, speed_words
     now, before = prof.summary()["gpu_time_us"], previous.summary()["gpu_time_us"]
-    answer = "faster" if now < before else "slower"
+    answer = speed_words(now, before)
     return choice_key(qid or f"{prof.stage}-speed",
-                      f"Will one forward of {prof.stage} be faster or slower on the GPU than {previous.stage}?",
-                      ["faster", "slower"], answer,
+                      f"Will one forward of {prof.stage} be faster, slower or about the same on the GPU as "
+                      f"{previous.stage}?",
+                      list(SPEED_WORDS), answer,
                       f"{answer}: {now:,.1f} µs of GPU time against {before:,.1f} µs for {previous.stage}",
                       explained_by)
 

@@ -28,6 +28,13 @@ def show_counters(result) -> None:
     else:
         display(not_live(result.banner(), result.why_not_live(),
                          "On a machine with an NVIDIA GPU and Nsight Compute's ncu on PATH, the page "
-                         "measures its own counters (tools/record_ncu.py records a set)."))
+                         "measures its own counters (Run it yourself says how to record a set)."))
     for note in result.notes:
         print(f"  {note}")
+
+
+def how_recorded(lines: list[str], summary: str = "How this was recorded") -> HTML:
+    """A folded note of how a recording was made (its tool, its build, its settings), one item a
+    line, for the reader who wants it: never unfolded in a page's prose, never a Python repr."""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines if line)
+    return HTML(f'<details class="how-recorded"><summary>{html.escape(summary)}</summary><ul>{items}</ul></details>')

@@ -115,6 +115,18 @@ def breakable(escaped: str) -> str:
     return _LONG_TOKEN.sub(lambda m: _BREAK_AT.sub("<wbr>", m.group(0)), escaped)
 
 
+def _tally(hidden) -> str:
+    """What a folded list of verdicts holds, said on its summary line, so that one visible verdict
+    does not read as the only one: "all 3 verdicts: 2 hold, 1 differs"."""
+    if not isinstance(hidden, (list, tuple)) or not hidden or not all(hasattr(v, "holds") for v in hidden):
+        return ""
+    held = sum(bool(v.holds) for v in hidden)
+    parts = [f"{held} hold{'s' if held == 1 else ''}" if held else "",
+             f"{len(hidden) - held} differ{'s' if len(hidden) - held == 1 else ''}" if len(hidden) > held else ""]
+    return (f" <span class='ap-tally'>(open for all {len(hidden)} verdict{'s' if len(hidden) != 1 else ''}: "
+            f"{', '.join(p for p in parts if p)})</span>")
+
+
 def _verdicts_html(verdicts) -> str:
     items = "".join(
         f"<li><span class='ap-verdict {'holds' if v.holds else 'differs'}'>{breakable(html.escape(v.verdict))}</span> "
@@ -226,7 +238,7 @@ def html_table(frame: pd.DataFrame) -> str:
             body = _cell_html(table[c].iloc[i], text, is_name[c])
             if c in opens and _present(table[opens[c]].iloc[i]):
                 hidden = table[opens[c]].iloc[i]
-                body = (f"<details class='ap-expand'><summary>{body}</summary>"
+                body = (f"<details class='ap-expand'><summary>{body}{_tally(hidden)}</summary>"
                         f"{_cell_html(hidden, _text(hidden), False)}</details>")
             tag = "th" if j < n_index else "td"
             cls = " ".join(k for k, on in (("num", c in numeric), ("empty", not text and c not in opens),

@@ -108,8 +108,13 @@ def decoded_fields(prof: Profile, step: int | None = None) -> pd.DataFrame:
         # the name itself first, whole: every field below is read from it
         fields = {"name": name, "kind": k.kind, "library": k.library, "op": k.op, "dtype": k.dtype, "math": k.math,
                   "arch": k.arch, "tile": k.tile, **k.details}
-        rows += [{"kernel": k.summary, "field": f, "value": str(v)} for f, v in fields.items()
-                 if v not in (None, "", [], {})]
+        for f, v in fields.items():
+            if v in (None, "", [], {}):
+                continue
+            # a nested field (a CUTLASS kernel's template arguments) one row per entry, never a Python repr
+            items = v.items() if isinstance(v, dict) else [("", v)]
+            rows += [{"kernel": k.summary, "field": f"{f}: {key}" if key else f,
+                      "value": ", ".join(map(str, x)) if isinstance(x, (list, tuple)) else str(x)} for key, x in items]
     return pd.DataFrame(rows).set_index(["kernel", "field"])
 
 
