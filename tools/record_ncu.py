@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from helpers.sources import ncu  # noqa: E402
 from helpers.sources.provenance import device_facts, now  # noqa: E402
-from helpers.core import config  # noqa: E402
+from helpers.core.replay_set import ReplaySet  # noqa: E402
 from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape  # noqa: E402
 
 # hub_flash needs the Hub (or a local build) and is left out; its kernel is FlashAttention-2 as in sdpa_flash
@@ -45,12 +45,11 @@ def main(argv=None) -> int:
 
     import torch
 
-    from record import gpu_slug  # tools/record.py, beside this file
     exe = ncu.find_ncu()
     if exe is None or not torch.cuda.is_available():
         print("record_ncu needs a CUDA GPU and Nsight Compute's ncu", file=sys.stderr)
         return 2
-    out = config.recording_dir("ncu", args.gpu or gpu_slug(torch.cuda.get_device_name(0)))
+    out = (ReplaySet(args.gpu) if args.gpu else ReplaySet.of_device(torch.cuda.get_device_name(0))).dir("ncu")
     out.mkdir(parents=True, exist_ok=True)
     available = ncu.query_metrics(exe)
     with gzip.open(out / "query_metrics.txt.gz", "wt") as f:

@@ -15,7 +15,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from ..core import ncu_tables as ncu
+from ..core import ncu_tables as ncu, replay_set
 from ..core.counters import Counters, calibrations as _calibrations  # noqa: F401  (Counters: the chapter's type)
 from ..core.profile import Profile
 from ..core import config
@@ -129,7 +129,7 @@ def provenance_table(c: Counters) -> pd.DataFrame:
              "torch": p.get("torch"), "CUDA": p.get("cuda"), "date": p.get("date"),
              "command": p.get("command"), "ncu command": p.get("ncu_command"),
              "export command": p.get("export_command"), "metrics": len(p.get("metrics", [])) or None,
-             "folder": p.get("folder") or ncu.shown(config.recording_dir("ncu"))}
+             "folder": p.get("folder") or ncu.shown(replay_set.recording_dir("ncu"))}
     return pd.DataFrame({"value": {k: v for k, v in facts.items() if v not in (None, "")}}).rename_axis("")
 
 

@@ -86,10 +86,21 @@ def live_or_recorded(stage: str, mode: str, live: Callable[[], Profile], recorde
 
 
 def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
-                  quiet: bool = False, fresh: bool = False) -> Profile:
+                  quiet: bool = False, fresh: bool = False, gpu: str | None = None) -> Profile:
     """Profile `stage` live, or replay its recorded trace; print which, in one line.
     Live, a stage is profiled once a session and every page reuses that measurement (so two
-    pages show the same numbers); `fresh=True` profiles it again."""
+    pages show the same numbers); `fresh=True` profiles it again.
+
+    `gpu` names a replay set (a `ReplaySet` slug, "h200"): that GPU's recording, whatever this
+    machine is, so one page can set two GPUs side by side. None: live here, or the configured
+    replay set (ATTN_PROFILED_REPLAY_GPU)."""
+    if gpu is not None:
+        get_stage(stage)
+        prof = replay(stage, shape, gpu)
+        if not quiet:
+            print(prof.banner())
+        return prof
+
     def live() -> Profile:
         from .capture import capture_cached  # torch.profiler: only where it runs live
         return capture_cached(stage, shape, fresh=fresh)
@@ -97,11 +108,11 @@ def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
 
 
 def profile_stages(stages, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
-                   fresh: bool = False) -> dict[str, Profile]:
+                   fresh: bool = False, gpu: str | None = None) -> dict[str, Profile]:
     """Several stages at one shape, by name; one line says what was replayed or profiled, where
     and when (one line per recording machine, where they differ). Live, each stage's measurement
-    of this session is reused unless `fresh`."""
-    profiles = {name: profile_stage(name, shape, mode, quiet=True, fresh=fresh) for name in stages}
+    of this session is reused unless `fresh`. `gpu`: that GPU's replay set (see profile_stage)."""
+    profiles = {name: profile_stage(name, shape, mode, quiet=True, fresh=fresh, gpu=gpu) for name in stages}
     print(stages_banner(profiles))
     return profiles
 

@@ -18,7 +18,7 @@ from .anytrace import load_trace
 from ..core.errors import StageUnavailable, TraceError
 from .modes import cuda_available, resolve_mode
 from ..core.profile import Profile
-from ..core import config
+from ..core import replay_set
 # the experiments themselves are facts, in core; tools/record_own_model.py reads them from here too
 from ..core.experiments import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, get_experiment  # noqa: F401
 
@@ -77,7 +77,7 @@ def make_step(name: str) -> Callable[[], None]:
 
 
 def recording(name: str, gpu: str | None = None) -> Path:
-    return config.recording_path("own_model", name, gpu)
+    return replay_set.recording_path("own_model", name, gpu)
 
 
 def profile_experiment(name: str, mode: str = "auto", quiet: bool = False) -> Profile:

@@ -24,7 +24,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from ..core import config
+from ..core import replay_set
 from ..core.config import ROOT
 from ..core.errors import TraceError
 from ..core.tracefile import read_document
@@ -221,7 +221,7 @@ SMEM_CLIFF = "smem_cliff"   # the experiment's recording, under <gpu>/experiment
 
 
 def _load_recording(path: Path | None = None) -> tuple[list[dict], dict]:
-    path = path or config.recording_path("experiment", SMEM_CLIFF)
+    path = path or replay_set.recording_path("experiment", SMEM_CLIFF)
     # the experiment's provenance is not a stage's, so not Profile.load: the raw document
     try:
         document = read_document(path, show_progress=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from ..core import backward as bw
-from ..core import config
+from ..core import config, replay_set
 from ..core.errors import TraceError
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, Shape
@@ -24,7 +24,7 @@ RECORD_COMMAND = bw.RECORD_COMMAND
 # --- the recordings ---------------------------------------------------------------------------------
 
 def trace_path(stage: str, shape: Shape = DEFAULT_SHAPE, gpu: str | None = None) -> Path:
-    return config.recording_path("training", f"{stage}__{shape.key}.json.gz", gpu)
+    return replay_set.recording_path("training", f"{stage}__{shape.key}.json.gz", gpu)
 
 
 def load_step(stage: str, shape: Shape = DEFAULT_SHAPE, gpu: str | None = None) -> Profile:
@@ -37,16 +37,16 @@ def load_step(stage: str, shape: Shape = DEFAULT_SHAPE, gpu: str | None = None) 
 
 
 def load_memory(gpu: str | None = None) -> dict:
-    path = config.recording_path("training", "memory.json", gpu)
+    path = replay_set.recording_path("training", "memory.json", gpu)
     if not path.exists():
         raise TraceError(f"No recorded memory sweep at {path}. Record it on a GPU with `{RECORD_COMMAND}`.")
     return json.loads(path.read_text())
 
 
 def snapshot_path(stage: str, gpu: str | None = None) -> Path:
-    found = sorted(config.recording_dir("training", gpu).glob(f"snapshot__{stage}__*.pickle.gz"))
+    found = sorted(replay_set.recording_dir("training", gpu).glob(f"snapshot__{stage}__*.pickle.gz"))
     if not found:
-        raise TraceError(f"No recorded memory snapshot of {stage} under {config.recording_dir('training', gpu)}. "
+        raise TraceError(f"No recorded memory snapshot of {stage} under {replay_set.recording_dir('training', gpu)}. "
                          f"Record it on a GPU with `{RECORD_COMMAND}`.")
     return found[0]
 
@@ -58,7 +58,7 @@ def load_snapshot(stage: str, gpu: str | None = None) -> bytes:
 
 def ncu_backward(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
     """Each stage's backward kernels under ncu, from the one recording of all of them."""
-    base = config.recording_path("training", f"ncu/backward__{shape.key}", gpu)
+    base = replay_set.recording_path("training", f"ncu/backward__{shape.key}", gpu)
     csv, log = base.with_suffix(".csv"), base.with_suffix(".json")
     if not csv.exists() or not log.exists():
         raise TraceError(f"No Nsight Compute recording of the backwards at {csv}. Record it on a GPU with "
