@@ -17,13 +17,17 @@ from .modes import resolve_mode
 
 
 def _replay(jobs: list[tuple[str, Shape]], gpu: str, reason: str) -> Counters:
-    prov = ncu.provenance(gpu)
+    # where they were read from, shown with the counters (the replay set's ncu/ folder)
+    prov = {**ncu.provenance(gpu), "folder": ncu.shown(ncu.recording_dir(gpu))}
     kernels = {(s, sh.key): ncu.load(s, sh, gpu) for s, sh in jobs}
     calibration = {}
     for c in _calibrations(prov):
         table = ncu.recording_dir(gpu) / f"{c['name']}.csv"
+        report = table.with_suffix(".ncu-rep")
         try:
             calibration[c["name"]] = ncu.kernels(ncu.read_csv(table))
+            calibration[c["name"]].attrs |= {"csv": table, "report": report if report.exists() else None,
+                                             "name": c["name"]}
         except (TraceError, ValueError, KeyError) as err:
             raise TraceError(f"The calibration matmul {table} is missing or corrupt ({err}). Restore it "
                              f"with `git checkout -- {table}`, or record it on a GPU with ncu: "
