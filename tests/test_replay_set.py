@@ -195,3 +195,23 @@ def test_the_configuration_is_read_when_used(monkeypatch, tmp_path):
     monkeypatch.delenv("ATTN_PROFILED_REPLAY_GPU")
     monkeypatch.delenv("ATTN_PROFILED_REPLAY_DIR")
     assert ReplaySet.configured().folder == config.REPLAY_DIR / config.DEFAULT_GPU
+
+
+def test_the_registry_facts_are_what_was_recorded():
+    """Every stage list is a query of the registry (stages_where); each fact matches the committed
+    H200 set, read by file name alone."""
+    from helpers.core.stages import STAGES, stages_where
+    from helpers.core.training_stages import TRAINING_STAGES
+
+    def having(pattern: str) -> set[str]:
+        return {p.name.split("__")[0] for p in H200.glob(pattern)}
+    key, small = helpers.DEFAULT_SHAPE.key, helpers.Shape(seq=512).key
+    assert set(stages_where(swept=True)) == having(f"*__{small}.json.gz")
+    assert set(stages_where(has_ncu=True)) == having(f"ncu/*__{key}.csv") - {"calibration"}
+    assert set(stages_where(ncu_swept=True)) == having(f"ncu/*__{small}.csv")
+    assert set(stages_where(has_training=True)) == having(f"training/*__{key}.json.gz") == set(TRAINING_STAGES)
+    order = json.loads((H200 / "training" / "ncu" / f"backward__{key}.json").read_text())  # the stages, in order
+    assert list(stages_where(training_ncu=True)) == order
+    assert stages_where(variant_of="flex") == ("flex_sliding",) and list(stages_where()) == list(STAGES)
+    with pytest.raises(ValueError, match="no fact"):
+        stages_where(recorded_on_tuesday=True)

@@ -36,11 +36,11 @@ sys.path.insert(0, str(ROOT))
 
 from helpers.sources import training  # noqa: E402
 from helpers.core.replay_set import ReplaySet  # noqa: E402
-from helpers.core.stages import DEFAULT_SHAPE, Shape  # noqa: E402
+from helpers.core.stages import DEFAULT_SHAPE, Shape, stages_where  # noqa: E402
 
 SNAPSHOT_SHAPE = training.SNAPSHOT_SHAPE
 SNAPSHOT_STAGES = ("naive", "sdpa_flash")
-NCU_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto")
+NCU_STAGES = stages_where(training_ncu=True)   # the registry's facts (Stage.training_ncu)
 LADDER_CAP = 65536
 
 
