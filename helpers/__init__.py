@@ -32,6 +32,8 @@ from .sources.modes import (MODES, Decision, closing_stages, cuda_available, dec
                             resolve_mode)
 from .core.profile import Profile, Provenance, TraceError
 from .sources.replay import recorded_shapes
+from .sources.session import Session
+from .core.replay_set import ReplaySet
 from .core.stages import (ARTICLE_STAGES, DEFAULT_SHAPE, STAGES, Shape, Stage, StageUnavailable,
                                get_stage)
 
@@ -171,7 +173,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'helpers' has no attribute {name!r}")
 
 
-__all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Decision", "Profile", "Provenance", "Shape", "Stage",
+__all__ = ["Session", "ReplaySet", "ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Decision", "Profile", "Provenance", "Shape", "Stage",
            "closing_stages", "decide", "profile_hub_flash", "shape_explorer", "sweep",
            "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
            "profile_code", "profile_stage", "use_book_style", "profile_training", "profile_trainings",

@@ -215,3 +215,29 @@ def test_the_registry_facts_are_what_was_recorded():
     assert stages_where(variant_of="flex") == ("flex_sliding",) and list(stages_where()) == list(STAGES)
     with pytest.raises(ValueError, match="no fact"):
         stages_where(recorded_on_tuesday=True)
+
+
+def test_a_session_per_gpu(synthetic, capsys):
+    """Session(gpu): every kind of recording a page asks for, from that GPU's set, two side by side."""
+    global OPENED
+    sessions = {"NVIDIA H200": helpers.Session("h200"), MARK: helpers.Session(NAME)}
+    for device, s in sessions.items():
+        assert not s.live and s.gpu in s.reason and s.replay_set.identity.device_name == device
+        OPENED = []
+        try:
+            got = {"stages": s.stages(["naive", "sdpa_cudnn"]), "hub": s.hub_flash()[0],
+                   "training": s.training(["naive"]), "own": s.own_model("encoder_forward"),
+                   "counters": s.counters(["naive"], quiet=True), "ceilings": s.ceilings()[0],
+                   "smem": s.smem_cliff()[1], "memory": s.memory(), "snapshots": s.snapshots(["naive"]),
+                   "backward": s.training_counters()}
+        finally:
+            opened, OPENED = OPENED, None
+        other = (synthetic.folder if s.gpu == "h200" else H200)
+        assert _under(opened, s.replay_set.folder) and not _under(opened, other), s
+        assert {p.provenance.gpu for p in got["stages"].values()} == {device}
+        assert got["hub"].provenance.gpu == got["own"].provenance.gpu == device
+        assert {p.provenance.gpu for p in got["training"].values()} == {device}
+        assert got["counters"].gpu == got["ceilings"].attrs["provenance"]["gpu"] == got["smem"]["gpu"] == device
+        assert got["memory"]["provenance"]["gpu"] == device and got["backward"]["gpu"] == s.gpu
+        assert got["snapshots"]["naive"][2].startswith(f"recorded on {device} ")
+    assert helpers.Session().replay_set == ReplaySet(NAME)   # no GPU named: the configured set

@@ -88,19 +88,23 @@ def training_counters(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> d
 # --- live or replay -----------------------------------------------------------------------------------
 
 
-def profile_training(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto", quiet: bool = False):
+def profile_training(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto", quiet: bool = False,
+                     gpu: str | None = None):
     """One profiled training step of `stage`: live on a GPU (capture(..., training=True)), else
-    the recorded one; in "auto" mode a stage this GPU can't run is replayed, with the reason."""
+    the recorded one; in "auto" mode a stage this GPU can't run is replayed, with the reason.
+    `gpu`: that GPU's recording."""
     def live() -> Profile:
         from .capture import capture
         return capture(stage, shape, training=True)
-    return live_or_recorded(stage, mode, live, lambda: load_step(stage, shape), "training step", quiet)
+    return live_or_recorded(stage, "replay" if gpu else mode, live, lambda: load_step(stage, shape, gpu),
+                            "training step", quiet)
 
 
-def profile_trainings(stages=TRAINING_STAGES, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict:
+def profile_trainings(stages=TRAINING_STAGES, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
+                      gpu: str | None = None) -> dict:
     """One training step per stage; one line says what was replayed or profiled, where and when
     (as profile_stages does for the forwards)."""
-    profiles = {s: profile_training(s, shape, mode, quiet=True) for s in stages}
+    profiles = {s: profile_training(s, shape, mode, quiet=True, gpu=gpu) for s in stages}
     print(stages_banner(profiles).replace("Replaying ", "Replaying the training steps of ", 1))
     return profiles
 
@@ -116,19 +120,21 @@ def memory_recording(gpu: str | None = None) -> dict:
     return memory
 
 
-def snapshots(stages=("naive", "sdpa_flash"), mode: str = "auto", memory: dict | None = None) -> dict:
-    """{stage: (snapshot pickle bytes, marks, where)}: taken live on a GPU, else the recordings."""
+def snapshots(stages=("naive", "sdpa_flash"), mode: str = "auto", memory: dict | None = None,
+              gpu: str | None = None) -> dict:
+    """{stage: (snapshot pickle bytes, marks, where)}: taken live on a GPU, else the recordings
+    (`gpu`: that GPU's)."""
     out = {}
-    live = resolve_mode(mode) == "live"
+    live = gpu is None and resolve_mode(mode) == "live"
     for stage in stages:
         if live:
             data, marks = memory_snapshot(stage, SNAPSHOT_SHAPE)
             out[stage] = (data, marks, f"taken just now on {torch.cuda.get_device_name(0)} at {SNAPSHOT_SHAPE.key}")
         else:
-            memory = memory or load_memory()
+            memory = memory or load_memory(gpu)
             marks = memory.get("snapshots", {}).get(stage, {})
             p = memory.get("provenance", {})
-            out[stage] = (load_snapshot(stage), marks,
+            out[stage] = (load_snapshot(stage, gpu), marks,
                           f"recorded on {p.get('gpu')} on {str(p.get('date'))[:10]} at {marks.get('shape', '')}")
     return out
 
