@@ -241,3 +241,33 @@ def test_a_session_per_gpu(synthetic, capsys):
         assert got["memory"]["provenance"]["gpu"] == device and got["backward"]["gpu"] == s.gpu
         assert got["snapshots"]["naive"][2].startswith(f"recorded on {device} ")
     assert helpers.Session().replay_set == ReplaySet(NAME)   # no GPU named: the configured set
+
+
+def test_a_new_stage_is_one_register_call(sets, monkeypatch, tmp_path, capsys):
+    """The stage recipe on a temporary copy: register a stage (naive under another name, with its
+    facts) and give its recording to a replay set; the registry's queries, the closing table's
+    stages, the recorded shapes and the Profile take it up, with no other file touched."""
+    import dataclasses
+
+    from helpers.core import stages as registry
+    naive = registry.STAGES["naive"]
+    new = dataclasses.replace(naive, name="naive_again", title="Naive attention, again", short="again",
+                              has_training=False, ncu_swept=False)
+    monkeypatch.setitem(registry.STAGES, "naive_again", new)
+    root = tmp_path / "sets"
+    made = make_synthetic(ReplaySet("h200", H200.parent), NAME, root)
+    with gzip.open(made.trace("naive"), "rt") as f:
+        document = json.load(f)
+    document["provenance"]["stage"] = "naive_again"
+    with gzip.open(made.trace("naive_again"), "wt") as f:
+        json.dump(document, f)
+    monkeypatch.setenv("ATTN_PROFILED_REPLAY_DIR", str(root))
+    monkeypatch.setenv("ATTN_PROFILED_REPLAY_GPU", NAME)
+    monkeypatch.setenv("ATTN_PROFILED_MODE", "replay")
+    assert "naive_again" in registry.stages_where(swept=True, has_ncu=True)
+    assert "naive_again" not in registry.stages_where(has_training=True)
+    assert "naive_again" in helpers.closing_stages() and "naive_again" in ReplaySet.configured().stages()
+    assert helpers.recorded_shapes("naive_again") == [helpers.DEFAULT_SHAPE]
+    prof = helpers.profile_stage("naive_again")
+    assert prof.stage == "naive_again" and prof.provenance.gpu == MARK
+    assert prof.summary()["gpu_time_us"] == helpers.profile_stage("naive").summary()["gpu_time_us"]
