@@ -13,7 +13,7 @@ from ..core.counters import Counters, calibrations as _calibrations
 from ..core.profile import TraceError
 from ..core.stages import DEFAULT_SHAPE, Shape
 from . import ncu
-from .modes import resolve_mode
+from .modes import decide, resolve_mode
 
 
 def _replay(jobs: list[tuple[str, Shape]], gpu: str, reason: str) -> Counters:
@@ -120,7 +120,9 @@ def collect(stages: Sequence[str], sweep: Sequence[Shape] = (), sweep_stages: Se
     banner says why. In "auto" mode a live failure for want of counters falls back to replay."""
     jobs = [(s, DEFAULT_SHAPE) for s in stages]
     jobs += [(s, sh) for sh in sweep for s in (sweep_stages or stages) if sh != DEFAULT_SHAPE]
-    forced = mode == "replay" or (mode == "auto" and config.mode_setting() == "replay")
+    # replay asked for (mode="replay", or ATTN_PROFILED_MODE=replay under "auto"): the one decision's word
+    decision = None if mode == "live" else decide(mode)
+    forced = decision is not None and not decision.live and "asked for" in decision.reason
     mode = "replay" if forced else resolve_mode(mode)
     reason = "the recording was asked for (mode='replay')" if forced else ncu.unavailable_reason()
     result = None
