@@ -1,5 +1,10 @@
 """Profiling helpers shared by every notebook of *Attention, Profiled*: the public API.
 
+    from helpers import Session
+    s = Session()                        # live on a GPU, else the configured replay set; s.decision.reason
+    s.stages(["naive", "sdpa_flash"])    # Profiles, with a one-line banner
+    Session("h200").stage("naive")       # one GPU's recording, whatever this machine is
+
     from helpers import profile_stage
     prof = profile_stage("naive")        # live on a GPU, else the recorded trace
     prof.kernels()                       # one forward's GPU events, names decoded
