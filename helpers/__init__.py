@@ -1,5 +1,10 @@
 """Profiling helpers shared by every notebook of *Attention, Profiled*: the public API.
 
+    from helpers import Session
+    s = Session()                        # live on a GPU, else the configured replay set; s.decision.reason
+    s.stages(["naive", "sdpa_flash"])    # Profiles, with a one-line banner
+    Session("h200").stage("naive")       # one GPU's recording, whatever this machine is
+
     from helpers import profile_stage
     prof = profile_stage("naive")        # live on a GPU, else the recorded trace
     prof.kernels()                       # one forward's GPU events, names decoded
@@ -32,6 +37,8 @@ from .sources.modes import (MODES, Decision, closing_stages, cuda_available, dec
                             resolve_mode)
 from .core.profile import Profile, Provenance, TraceError
 from .sources.replay import recorded_shapes
+from .sources.session import Session
+from .core.replay_set import ReplaySet
 from .core.stages import (ARTICLE_STAGES, DEFAULT_SHAPE, STAGES, Shape, Stage, StageUnavailable,
                                get_stage)
 
@@ -171,7 +178,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'helpers' has no attribute {name!r}")
 
 
-__all__ = ["ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Decision", "Profile", "Provenance", "Shape", "Stage",
+__all__ = ["Session", "ReplaySet", "ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Decision", "Profile", "Provenance", "Shape", "Stage",
            "closing_stages", "decide", "profile_hub_flash", "shape_explorer", "sweep",
            "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
            "profile_code", "profile_stage", "use_book_style", "profile_training", "profile_trainings",

@@ -43,7 +43,8 @@ def toc_pages() -> list[str]:
     return [toc["root"]] + [c["file"] for part in toc.get("parts", []) for c in part["chapters"]]
 
 
-PAGES = [p for p in toc_pages() if p != GLOSSARY]
+# the API reference is the docstrings, generated (book/api.md): a reference, not prose that teaches
+PAGES = [p for p in toc_pages() if p not in (GLOSSARY, "book/api")]
 
 # not prose: code, tables, the cells (inputs and their outputs), headings and titles, navigation,
 # the bibliography, the book's question forms

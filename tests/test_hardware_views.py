@@ -368,13 +368,28 @@ def test_every_look_follows_its_guess():
 
 
 def test_every_download_link_is_a_recorded_report():
+    # a page names no report's path: it glues the links of the counters it collected
+    # (counters.glue_reports), so another GPU's set shows its own; each link is a kept report
+    kept = {r["name"] for r in PROVENANCE["recorded"] if r.get("report_kept")}
     for name, nb in NOTEBOOKS.items():
-        links = re.findall(r"\{download\}`[^<`]*<([^>]+)>`", "".join("".join(c["source"]) for c in nb["cells"]))
-        assert links, name
-        for link in links:
-            path = ROOT / "notebooks" / link
-            assert path.exists() and path.suffix == ".ncu-rep", (name, link)
-            assert path.stem in {r["name"] for r in PROVENANCE["recorded"] if r.get("report_kept")}
+        text = "".join("".join(c["source"]) for c in nb["cells"])
+        assert not re.findall(r"\{download\}`[^<`]*<traces/", text), name   # no literal replay-set path
+        keys = re.findall(r"\{glue:md\}`(\w+):myst`|\{glue:md\} (\w+)\n:format: myst", text)
+        assert keys, name
+        pasted = {a or b for a, b in keys}
+        glued = re.findall(r"counters\.glue_reports\(\w+, (\[[^]]*\]|\{.*?\})(?:, key=\"(\w+)\")?(?:, bullets=True)?\)",
+                           text, re.S)
+        assert {key or "ncu_reports" for _, key in glued} == pasted, name
+        c = counters.collect(sorted(helpers.STAGES.keys() - {"hub_flash"}), mode="replay", quiet=True)
+        for names, key in glued:
+            wanted = re.findall(r'"(\w+)"(?=\s*[,:\]}])(?!\s*:\s*"\S)', names) if names.startswith("[") else \
+                re.findall(r'"(\w+)":', names)
+            links = re.findall(r"<([^>]+)>`", counters.report_links(c, wanted))
+            assert len(links) == len(wanted), (name, wanted, links)
+            for link in links:
+                path = (ROOT / "notebooks" / link).resolve()
+                assert path.exists() and path.suffix == ".ncu-rep" and path.stem.startswith(tuple(wanted)), (name, link)
+                assert path.stem in kept, (name, link)
 
 
 # ------------------------------------------------------------------ the live path, with fakes

@@ -1,10 +1,14 @@
-"""The README's layout and API tables describe the code as it is: every module of a layer is
-listed in that layer's row and every listed module exists; every public name of `helpers` is in
-the API table and every helper the table names exists.
+"""The README is a guide and the API page is the reference, both true to the code.
 
-The tables are read from README.md and the code from the file tree and `helpers` itself, so
-adding a module (or a public name) without saying what it holds fails here."""
+- README.md: short (what this is, the two commands, the layout, three recipes); every file, tool
+  and name it points a newcomer to exists, and the recipes' facts are the registry's.
+- book/api.md: every module of every layer and every public name of `helpers` is documented there
+  by Sphinx's autodoc (from the docstrings), and each target it names imports; in the built book,
+  the page carries each of them.
+
+Adding a module or a public name without a line in book/api.md fails here."""
 import importlib
+import inspect
 import re
 from pathlib import Path
 
@@ -14,104 +18,134 @@ import helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+API = (ROOT / "book" / "api.md").read_text()
 TICKS = re.compile(r"`([^`]+)`")
-
-
-def table_rows(after: str) -> list[list[str]]:
-    """The rows (cells split on |) of the first markdown table after the line starting `after`."""
-    lines = README[README.index(after):].splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    rows = []
-    for line in lines[start + 2:]:    # past the header and its |---| line
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-    return rows
-
-
-def without_parentheses(text: str) -> str:
-    """`modes` (`decide` → `Decision(mode, reason)`, …) -> `modes` : what a cell lists, without
-    the functions it names in (possibly nested) parentheses."""
-    while True:
-        shorter = re.sub(r"\([^()]*\)", "", text)
-        if shorter == text:
-            return text
-        text = shorter
-
-
-def listed_modules() -> dict[str, set[str]]:
-    """layer -> the modules the README's two layout tables name for it."""
-    listed: dict[str, set[str]] = {}
-    for layer_cell, modules_cell, _ in table_rows("| layer | modules | what it holds |"):
-        layer = re.search(r"`helpers/(\w+)/`", layer_cell).group(1)
-        # a name followed by its functions in parentheses: only the name is a module
-        listed[layer] = {n.rstrip("/") for n in TICKS.findall(without_parentheses(modules_cell))}
-    for layer_cell, module_cell, _ in table_rows("| layer | module | what it holds |"):
-        listed.setdefault(layer_cell.strip("`"), set()).update(TICKS.findall(module_cell))
-    return listed
-
-
-def modules_in(layer: str) -> set[str]:
-    folder = ROOT / "helpers" / layer
-    return ({p.stem for p in folder.glob("*.py") if p.stem != "__init__"} |
-            {p.name for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").exists()})
-
-
 LAYERS = ("core", "sources", "views", "occupancy", "chapters")
 
 
-def test_the_layout_tables_name_every_layer():
-    assert set(listed_modules()) == set(LAYERS)
+# ------------------------------------------------------------------------------------ the guide
+
+def section(title: str) -> str:
+    start = README.index(f"\n## {title}")
+    end = README.find("\n## ", start + 1)
+    return README[start:end if end > 0 else None]
+
+
+def test_the_readme_is_a_guide():
+    lines = README.splitlines()
+    assert len(lines) <= 130, f"{len(lines)} lines: a guide, the reference is book/api.md"
+    assert max(map(len, lines)) <= 200, "a line a reader can read"
+    for title in ("Two commands", "Layout", "Recipe: add a stage", "Recipe: add a GPU",
+                  "Recipe: add a chapter"):
+        assert f"\n## {title}" in README, title
+    commands = re.findall(r"```bash\n(.+?)\n```", section("Two commands"), re.S)
+    assert [c.split("&&")[-1].strip().split()[:2] for c in commands] == [["jupyter-book", "build"],
+                                                                         ["python", "-m"]]
+
+
+def named_files(text: str) -> set[str]:
+    """The files a text names in backticks: a path, or a script named by its file name."""
+    out = set()
+    for tick in TICKS.findall(re.sub(r"```.*?```", "", text, flags=re.S)):
+        if not tick.strip():
+            continue
+        token = tick.split()[0]
+        if "<" in token or "*" in token:
+            continue
+        if re.search(r"\.(py|sh|yml|md|ipynb|json|csv)$", token) or (token.endswith("/") and "/" in token[:-1]):
+            out.add(token)
+    return out
+
+
+def test_every_file_the_readme_names_exists():
+    names = named_files(README)
+    assert {"tools/record_all.py", "_toc.yml", "helpers/core/stages.py", "book/api.md"} <= names
+    for name in names:
+        candidates = [ROOT / name, ROOT / "tools" / name, ROOT / "notebooks" / "traces" / "h200" / name,
+                      ROOT / "tests" / name]
+        assert any(c.exists() for c in candidates), f"README names {name}, which is not in the repository"
+
+
+def test_the_recipes_are_the_code():
+    from helpers.core import config
+    from helpers.core.replay_set import gpu_slug
+    from helpers.core.stages import Stage, stages_where
+    stage = section("Recipe: add a stage")
+    facts = [t for t in TICKS.findall(stage) if re.fullmatch(r"[a-z_]+", t) and t not in ("lesson_claim",)]
+    assert facts and all(f in Stage.__dataclass_fields__ for f in facts), facts
+    assert "stages_where(has_training=True)" in stage and stages_where(has_training=True)
+    gpu = section("Recipe: add a GPU")
+    assert "ATTN_PROFILED_REPLAY_GPU" in gpu and "ATTN_PROFILED_REPLAY_GPU" in (ROOT / "helpers/core/config.py").read_text()
+    assert "DEFAULT_GPU" in gpu and config.DEFAULT_GPU == "h200" and gpu_slug("NVIDIA H200") == config.DEFAULT_GPU
+    for folder in ("ncu/", "own_model/", "experiments/", "training/", "ceilings.json"):
+        assert f"`{folder}`" in gpu and (ROOT / "notebooks" / "traces" / config.DEFAULT_GPU / folder).exists()
+    chapter = section("Recipe: add a chapter")
+    assert "`MODULES`" in chapter and isinstance(helpers.MODULES, dict)
+    # the front door the layout shows works as written
+    code = re.search(r"```python\n(.+?)```", section("Layout"), re.S).group(1)
+    for call in re.findall(r"\b(?:s|h200)\.([\w.]+)", code):
+        target = helpers.Session
+        for part in call.split("."):
+            assert hasattr(target, part) or part in helpers.Session.__dataclass_fields__ or \
+                part in ("decision", "reason"), call
+            target = getattr(target, part, None) or type("T", (), {"reason": 1})
+
+
+# --------------------------------------------------------------------------------- the reference
+
+AUTO = re.compile(r"^\.\. (automodule|autoclass|autofunction|py:data):: ([\w.]+)", re.M)
+
+
+def documented() -> dict[str, str]:
+    return {name: kind for kind, name in AUTO.findall(API)}
+
+
+def modules_in(layer: str) -> set[str]:
+    out = set()
+    for p in (ROOT / "helpers" / layer).rglob("*.py"):
+        parts = list(p.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out.add(".".join(parts))
+    return out
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_every_module_of_a_layer_is_in_its_row_and_every_listed_one_exists(layer):
-    listed = listed_modules()[layer]
+def test_every_module_is_on_the_api_page_and_every_listed_one_exists(layer):
+    listed = {n for n, k in documented().items() if k == "automodule" and n.startswith(f"helpers.{layer}")}
     present = modules_in(layer)
-    assert not present - listed, f"helpers/{layer}/ has modules the README does not describe: {present - listed}"
-    # `js/` is a folder of JavaScript beside the Python, named in the row as such
-    absent = {m for m in listed - present if not (ROOT / "helpers" / layer / m).is_dir()}
-    assert not absent, f"the README lists modules helpers/{layer}/ does not have: {absent}"
+    assert not present - listed, f"modules book/api.md does not document: {present - listed}"
+    assert not listed - present, f"book/api.md documents modules that do not exist: {listed - present}"
 
 
-NAMED = re.compile(r"`([^`]+)`(\s*\((?:[^()]|\([^()]*\))*\))?")
+def test_every_public_name_of_helpers_is_on_the_api_page():
+    docs = documented()
+    missing = []
+    for name in helpers.__all__:
+        if name in helpers.MODULES:     # a page namespace: its module is documented, and named
+            if docs.get(helpers.MODULES[name]) != "automodule" or f"`helpers.{name}`" not in API:
+                missing.append(name)
+        elif f"helpers.{name}" not in docs:
+            missing.append(name)
+    assert not missing, f"public names book/api.md does not document: {missing}"
 
 
-def api_entries() -> list[tuple[str, list[str]]]:
-    """The API table's first column as (name, the names in parentheses after it) pairs:
-    `tables` (`kernel_table`, `op_tree`) -> ("tables", ["kernel_table", "op_tree"])."""
-    entries = []
-    for cell, *_ in table_rows("| name | returns | used in |"):
-        if cell.startswith("`window."):      # the JavaScript API, tested in Chromium
+def test_every_target_of_the_api_page_exists():
+    for name, kind in documented().items():
+        if kind == "automodule":
+            importlib.import_module(name)
             continue
-        for m in NAMED.finditer(cell):
-            entries.append((m.group(1), TICKS.findall(m.group(2) or "")))
-    return entries
+        owner, attr = name.rsplit(".", 1)
+        obj = getattr(importlib.import_module(owner), attr)
+        assert kind != "autoclass" or inspect.isclass(obj), name
+        assert kind != "autofunction" or callable(obj), name
 
 
-def base(name: str) -> str:
-    """`profile_stage(stage, shape)` -> profile_stage; `Profile.kernels()` -> Profile.kernels."""
-    return re.match(r"\.?[\w.]+", name).group(0)
-
-
-def test_every_public_name_of_helpers_is_in_the_api_table():
-    documented = {base(name).split(".")[0] for name, _ in api_entries()}
-    missing = sorted(set(helpers.__all__) - documented)
-    assert not missing, f"public names the README's API table does not describe: {missing}"
-
-
-def test_every_helper_the_api_table_names_exists():
-    previous = None
-    for name, inner in api_entries():
-        path = base(name)
-        # `.gpu_events()` after `Profile.kernels()`: another attribute of the same object
-        owner = previous if path.startswith(".") else helpers
-        target = owner
-        for part in path.strip(".").split("."):
-            assert hasattr(target, part), f"{name} (README's API table) does not exist"
-            target = getattr(target, part)
-        if not path.startswith("."):
-            previous = getattr(helpers, path.split(".")[0])
-        for member in inner:
-            if member not in ("…", "..."):
-                assert hasattr(target, base(member)), f"helpers.{path} has no {member} (README's API table)"
+def test_the_built_api_page_documents_every_name(book_build):
+    page = (book_build / "html" / "book" / "api.html").read_text().replace("\u2019", "'")
+    for name, kind in documented().items():
+        anchor = f'id="module-{name}"' if kind == "automodule" else f'id="{name}"'
+        assert anchor in page, f"{name} is not on the built API page"
+    # generated from the docstrings: a docstring's first words are on the page
+    first = helpers.Session.__doc__.split(".")[0].split(":")[0]
+    assert first in page and "ReplaySet.configured" in page

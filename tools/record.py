@@ -7,7 +7,6 @@ triton.testing.do_bench, the independent timer.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 import traceback
@@ -19,19 +18,13 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from helpers.sources.replay import REPLAY_DIR, trace_path
-from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable
+from helpers.core.replay_set import gpu_slug  # the one spelling of a GPU's folder
+from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable, stages_where
 
 BENCHMARK_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 # the shapes a reader can pick in replay: the article's, plus a sequence and head_dim sweep
 SWEEP = [DEFAULT_SHAPE] + [Shape(seq=s) for s in (512, 2048, 4096)] + [Shape(head_dim=128)]
-SWEEP_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn",
-                "sdpa_auto", "naive_compiled", "flex", "flex_sliding")
-
-
-def gpu_slug(device_name: str) -> str:
-    """A folder name for a GPU: 'NVIDIA H200' -> 'h200', 'Tesla T4' -> 't4'."""
-    name = re.sub(r"^(nvidia|tesla)\s+", "", device_name.lower())
-    return re.sub(r"[^a-z0-9]+", "-", name).strip("-")
+SWEEP_STAGES = stages_where(swept=True)   # the registry's facts (Stage.swept)
 
 
 def record(stages, shapes_for, root: Path = REPLAY_DIR, command: str = "") -> pd.DataFrame:

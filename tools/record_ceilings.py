@@ -13,14 +13,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from helpers.sources import ceilings  # noqa: E402
 from helpers.sources.capture import device_provenance  # noqa: E402
-from helpers.core import config  # noqa: E402
+from helpers.core.replay_set import ReplaySet  # noqa: E402
 from helpers.core.stages import DEFAULT_SHAPE  # noqa: E402
 
 
 def main() -> int:
     import torch
 
-    from record import gpu_slug  # tools/record.py, beside this file
     if not torch.cuda.is_available():
         print("record_ceilings needs a CUDA GPU", file=sys.stderr)
         return 2
@@ -29,7 +28,7 @@ def main() -> int:
     provenance.pop("stage"), provenance.pop("shape")
     import triton
     provenance["triton"] = triton.__version__
-    path = ceilings.save(table, provenance, config.recording_path("ceilings", "ceilings", gpu_slug(torch.cuda.get_device_name(0))))
+    path = ceilings.save(table, provenance, ReplaySet.of_device(torch.cuda.get_device_name(0)).path("ceilings", "ceilings"))
     print(table.to_string(index=False))
     print(f"wrote {path}")
     return 0

@@ -24,12 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from helpers.sources import ncu  # noqa: E402
 from helpers.sources.provenance import device_facts, now  # noqa: E402
-from helpers.core import config  # noqa: E402
-from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape  # noqa: E402
+from helpers.core.replay_set import ReplaySet  # noqa: E402
+from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape, stages_where  # noqa: E402,F401
 
 # hub_flash needs the Hub (or a local build) and is left out; its kernel is FlashAttention-2 as in sdpa_flash
-STAGES_AT_ARTICLE_SHAPE = [s for s in STAGES if s != "hub_flash"]
-SWEEP_STAGES = ("naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "flex")
+STAGES_AT_ARTICLE_SHAPE = list(stages_where(has_ncu=True))   # the registry's facts (Stage.has_ncu)
+SWEEP_STAGES = stages_where(ncu_swept=True)
 SWEEP_SEQS = (512, 2048, 4096)
 MAX_REPORT_BYTES = 2 * 2**20  # reports over this are not kept (see below)
 KEEP_REPORTS_FOR = "calibration__bfloat16"
@@ -45,12 +45,11 @@ def main(argv=None) -> int:
 
     import torch
 
-    from record import gpu_slug  # tools/record.py, beside this file
     exe = ncu.find_ncu()
     if exe is None or not torch.cuda.is_available():
         print("record_ncu needs a CUDA GPU and Nsight Compute's ncu", file=sys.stderr)
         return 2
-    out = config.recording_dir("ncu", args.gpu or gpu_slug(torch.cuda.get_device_name(0)))
+    out = (ReplaySet(args.gpu) if args.gpu else ReplaySet.of_device(torch.cuda.get_device_name(0))).dir("ncu")
     out.mkdir(parents=True, exist_ok=True)
     available = ncu.query_metrics(exe)
     with gzip.open(out / "query_metrics.txt.gz", "wt") as f:

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from helpers.sources.provenance import device_facts, now  # noqa: E402
 from helpers.sources.own_model import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, make_step  # noqa: E402
-from helpers.core import config  # noqa: E402
+from helpers.core.replay_set import ReplaySet  # noqa: E402
 
 COMMAND = "python tools/record_own_model.py"
 
@@ -94,12 +94,11 @@ def main(argv=None) -> int:
     import torch
 
     from helpers.sources.own_code import profile_code
-    from record import gpu_slug  # tools/record.py, beside this file
     if not torch.cuda.is_available():
         print("record_own_model needs a CUDA GPU", file=sys.stderr)
         return 2
     torch.manual_seed(0)
-    out = config.recording_dir("own_model", gpu_slug(torch.cuda.get_device_name(0)))
+    out = ReplaySet.of_device(torch.cuda.get_device_name(0)).dir("own_model")
     data = ROOT / "benchmarks" / "data"
     failed = []
     for name in args.only:

@@ -35,19 +35,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from helpers.sources import training  # noqa: E402
-from helpers.core.config import REPLAY_DIR  # noqa: E402
-from helpers.core.stages import DEFAULT_SHAPE, Shape  # noqa: E402
+from helpers.core.replay_set import ReplaySet  # noqa: E402
+from helpers.core.stages import DEFAULT_SHAPE, Shape, stages_where  # noqa: E402
 
 SNAPSHOT_SHAPE = training.SNAPSHOT_SHAPE
 SNAPSHOT_STAGES = ("naive", "sdpa_flash")
-NCU_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto")
+NCU_STAGES = stages_where(training_ncu=True)   # the registry's facts (Stage.training_ncu)
 LADDER_CAP = 65536
-
-
-def gpu_slug(name: str) -> str:
-    sys.path.insert(0, str(ROOT / "tools"))
-    from record import gpu_slug as slug
-    return slug(name)
 
 
 class Run:
@@ -192,8 +186,8 @@ def main(argv=None) -> int:
         return 2
     from helpers.sources.capture import device_provenance
     command = "python tools/record_training.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    slug = gpu_slug(torch.cuda.get_device_name(0))
-    out = REPLAY_DIR / slug / "training"
+    replay_set = ReplaySet.of_device(torch.cuda.get_device_name(0))
+    slug, out = replay_set.gpu, replay_set.dir("training")
     out.mkdir(parents=True, exist_ok=True)
     run = Run(args.budget, out, command)
     run.memory["provenance"] = device_provenance("training", DEFAULT_SHAPE, command) | {

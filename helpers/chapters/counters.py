@@ -10,8 +10,9 @@ matmuls; and the DRAM bytes each forward moved, beside the bytes derived from th
 """
 from __future__ import annotations
 
+import os
 import re
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -125,8 +126,43 @@ def provenance_table(c: Counters) -> pd.DataFrame:
              "torch": p.get("torch"), "CUDA": p.get("cuda"), "date": p.get("date"),
              "command": p.get("command"), "ncu command": p.get("ncu_command"),
              "export command": p.get("export_command"), "metrics": len(p.get("metrics", [])) or None,
-             "folder": p.get("folder") or ncu.shown(config.recording_dir("ncu"))}
+             "folder": p.get("folder")}
     return pd.DataFrame({"value": {k: v for k, v in facts.items() if v not in (None, "")}}).rename_axis("")
+
+
+# ---------------------------------------------------------------------------------------- reports
+
+NOTEBOOKS = config.ROOT / "notebooks"   # where the pages are: the reports' links are relative to it
+
+
+def report_links(c: Counters, names: Sequence[str] | Mapping[str, str], shape: Shape = DEFAULT_SHAPE,
+                 bullets: bool = False) -> str:
+    """MyST `{download}` links to Nsight Compute's report behind each named forward (a stage at
+    `shape`, or a calibration by its name), where one was kept beside the counters: the replay
+    set's in replay, this session's cache live. `names` may map each name to a label (a bulleted
+    list with `bullets`). Comma-separated, or one bullet a line; "" where none was kept."""
+    labelled = names.items() if isinstance(names, Mapping) else ((n, None) for n in names)
+    items = []
+    for name, label in labelled:
+        table = c.calibration.get(name) if name in c.calibration else c.kernels.get((name, shape.key))
+        report = None if table is None else table.attrs.get("report")
+        if not report:
+            continue
+        link = f"{{download}}`{name.split('__')[0]} <{os.path.relpath(report, NOTEBOOKS)}>`"
+        items.append(f"- {label}: {link}" if bullets and label else (f"- {link}" if bullets else link))
+    return "\n".join(items) if bullets else ", ".join(items)
+
+
+def glue_reports(c: Counters, names: Sequence[str] | Mapping[str, str], key: str = "ncu_reports",
+                 shape: Shape = DEFAULT_SHAPE, bullets: bool = False) -> None:
+    """Glue `report_links` as Markdown under `key` (a page pastes it with ``{glue:md}`key:myst```
+    or the `glue:md` directive with ``:format: myst``) and the counters' folder as `<key>_folder`:
+    a page names no GPU's folder itself, so another replay set (ATTN_PROFILED_REPLAY_GPU) or a
+    live run shows its own reports."""
+    from IPython.display import Markdown
+    text = report_links(c, names, shape, bullets) or "none was kept with these counters"
+    glue(key, Markdown(text))
+    glue(f"{key}_folder", c.provenance.get("folder") or "this session's cache")
 
 
 # ------------------------------------------------------------------------------------------ bytes

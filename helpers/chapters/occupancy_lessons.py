@@ -20,7 +20,7 @@ import pandas as pd
 from ..views.prose import glue
 from ..core.profile import Profile
 from ..core import quantities as q
-from ..core.stages import ARTICLE_STAGES, PINNED_BACKENDS
+from ..core.stages import ARTICLE_STAGES, PINNED_BACKENDS, stages_where  # noqa: F401
 from ..occupancy.calculator import UNLIMITED, Occupancy, kineto_estimated_occupancy_pct, occupancy
 from ..occupancy.charts import limiter_label, spec_of
 from ..occupancy.drawing import draw_result
@@ -29,7 +29,7 @@ from ..occupancy.gpus import KiB, GPUSpec, gpu_spec
 
 
 # the stages whose kernels this page reads, in the book's order
-STAGES = (*ARTICLE_STAGES, "sdpa_auto", "naive_compiled", "flex")
+STAGES = stages_where(variant_of=None)   # every stage but the variants (flex_sliding, hub_flash)
 # the article's reading of its cuDNN kernel on an A100, the only figures on this page that do not
 # come from a trace of ours; shown only as "the article's A100"
 ARTICLE_A100 = {"gpu": "A100", "registers": 240, "threads": 256}

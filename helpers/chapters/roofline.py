@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 from ..core.bound import LINE, bound
 from ..core.profile import Profile
 from ..core.recordings import recorded_ncu_shapes, recorded_profile
-from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, STAGES, Shape, get_stage
+from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, STAGES, Shape, get_stage, stages_where  # noqa: F401
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
 from ..core import quantities as q
 from .counters import Counters, copy_bytes, flops_per_unit, kernel_flops, pipe_roofs
@@ -33,7 +33,7 @@ from ..views.prose import glue
 
 TB = 1e12
 # the stages whose counters were recorded at several sequence lengths too
-SWEEP_STAGES = ("naive", *PINNED_BACKENDS, "flex")
+SWEEP_STAGES = stages_where(ncu_swept=True)
 SEQ_OPTIONS = ("right, to more FLOPs per byte", "left, to more bytes per FLOP", "nowhere: it stays where it is")
 # bound by the CPU: the book's one definition (helpers.core.bound), do_bench against the GPU time
 CPU_BOUND_TOLERANCE = LINE

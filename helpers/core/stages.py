@@ -125,6 +125,15 @@ class Stage:
     lesson: str = ""                  # in one line, what its chapter teaches (the closing table)
     # the start of the claim whose verdict, computed from the trace, backs the lesson there
     lesson_claim: str = ""
+    # what is recorded of it and where it is compared: every stage list is a query of these
+    # (`stages_where`), so a new stage is one register() call and its recordings
+    swept: bool = True              # recorded at every sweep shape (tools/record.py --sweep)
+    has_ncu: bool = True            # Nsight Compute's counters at the article's shape (record_ncu)
+    ncu_swept: bool = False         # its counters at every sweep seq too (record_ncu; the roofline's sweep)
+    has_training: bool = True       # a training step (chapter 11, tools/record_training.py)
+    training_ncu: bool = False      # its backward under ncu (tools/record_training.py)
+    fused: bool = False             # one kernel that keeps no S×S matrix (its backward recomputes it)
+    variant_of: str | None = None   # another mask or binary of that stage: left out of the cross-stage pages
 
     def __post_init__(self) -> None:
         if not self.short:
@@ -231,6 +240,7 @@ register(Stage(
     "naive", "Naive attention", "matmul, scale, out-of-place masked_fill, softmax, matmul",
     naive_forward, naive_mask=True,
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
+    ncu_swept=True, training_ncu=True,
     short="naive", colour=KIND_COLORS["masked_fill"], symbol="circle",
     lesson='an out-of-place masked_fill hides a full copy of the scores, a Memcpy no line of code asked for',
     lesson_claim='out-of-place masked_fill copies the scores first'))
@@ -238,6 +248,7 @@ register(Stage(
     "inplace", "In-place masking", "masked_fill_ writes into the scores instead of a copy",
     inplace_forward, naive_mask=True,
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
+    training_ncu=True,
     short="inplace", colour=KIND_COLORS["mask"], symbol="x-thin-open",
     lesson='masking in place saves one copy of the scores, not a kernel',
     lesson_claim='masked_fill_ writes in place'))
@@ -245,6 +256,7 @@ register(Stage(
     "sdpa_math", "SDPA, math backend", "F.scaled_dot_product_attention pinned to MATH",
     sdpa_forward, sdpa_backend="MATH",
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
+    ncu_swept=True, training_ncu=True,
     short="math", colour=KIND_COLORS["softmax"], symbol="square",
     lesson=('one API call, yet more kernels than the naive code and other ones: fp32 copies and CUDA-core '
             'matmuls, a causal mask built on every call, a safe softmax'),
@@ -254,6 +266,7 @@ register(Stage(
     sdpa_forward, Requirement("the memory-efficient kernel needs sm 8.0+ for bf16", min_capability=(8, 0)),
     sdpa_backend="EFFICIENT_ATTENTION",
     guess_kinds=("attention",),
+    ncu_swept=True, training_ncu=True, fused=True,
     short="efficient", colour=KIND_COLORS["elementwise"], symbol="triangle-up",
     lesson="one fused kernel, xformers' memory-efficient attention built on CUTLASS",
     lesson_claim='one fused CUTLASS'))
@@ -263,6 +276,7 @@ register(Stage(
                               max_head_dim=256),
     sdpa_backend="FLASH_ATTENTION",
     guess_kinds=("attention",),
+    ncu_swept=True, training_ncu=True, fused=True,
     short="flash", colour=KIND_COLORS["attention"], symbol="diamond",
     lesson='one fused FlashAttention-2 kernel: the scores never reach HBM',
     lesson_claim='one fused FlashAttention-2 kernel'))
@@ -271,6 +285,7 @@ register(Stage(
     sdpa_forward, Requirement("cuDNN attention needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF),
     sdpa_backend="CUDNN_ATTENTION",
     guess_kinds=("attention",),
+    ncu_swept=True, training_ncu=True, fused=True,
     short="cudnn", colour=KIND_COLORS["gemm"], symbol="star",
     lesson='a fused kernel cuDNN generates, and more CPU work around its launch',
     lesson_claim='cuDNN spends more CPU time per forward'))
@@ -278,6 +293,7 @@ register(Stage(
     "sdpa_auto", "SDPA, automatic choice", "no backend pinned: SDPA picks one for this GPU and shape",
     sdpa_forward,
     guess_kinds=("attention",),
+    training_ncu=True, fused=True,
     short="auto", colour=KIND_COLORS["reduce"], symbol="star-open",
     lesson='the backend SDPA picks by itself for this GPU and shape',
     lesson_claim="with no backend pinned, SDPA picks the fastest backend"))
@@ -347,6 +363,7 @@ register(Stage(
     "flex", "FlexAttention", "flex_attention with a causal block mask, compiled to one Triton kernel",
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
     guess_kinds=("attention",),
+    ncu_swept=True, fused=True,
     extra_inputs=add_causal_block_mask, compiled=True,
     short="flex", colour=KIND_COLORS["copy"], symbol="hexagon",
     lesson='FlexAttention compiles a causal block mask into one Triton kernel',
@@ -356,6 +373,7 @@ register(Stage(
     f"the same flex_attention with a causal sliding-window mask of {SLIDING_WINDOW} tokens, which SDPA has no flag for",
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
     guess_kinds=("attention",),
+    has_training=False, fused=True, variant_of="flex",
     extra_inputs=add_sliding_window_block_mask, compiled=True,
     short="sliding", colour=KIND_COLORS["fill"], symbol="hexagon-open",
     lesson='a sliding-window block mask skips the blocks no query sees',
@@ -364,6 +382,16 @@ register(Stage(
 ARTICLE_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
 # the stages that pin one SDPA backend, in the registry's order (math, efficient, flash, cuDNN)
 PINNED_BACKENDS = tuple(name for name, stage in STAGES.items() if stage.sdpa_backend)
+
+
+def stages_where(**facts) -> tuple[str, ...]:
+    """The registered stages whose facts (Stage's fields: swept, has_ncu, ncu_swept, has_training,
+    training_ncu, fused, variant_of, ...) have these values, in the registry's order:
+    ``stages_where(has_training=True, fused=True)``. Every stage list of the book is one."""
+    for name in facts:
+        if name not in Stage.__dataclass_fields__:
+            raise ValueError(f"Stage has no fact {name!r}")
+    return tuple(n for n, st in STAGES.items() if all(getattr(st, k) == v for k, v in facts.items()))
 
 
 def get_stage(name: str) -> Stage:
@@ -385,6 +413,7 @@ register(Stage(
     Requirement("the Hub's FlashAttention-2 builds need an Ampere-or-newer GPU (sm 8.0+) and fp16/bf16",
                 **AMPERE_HALF, max_head_dim=256),
     guess_kinds=("attention",), hook="helpers.core.hub_kernel",
+    swept=False, has_ncu=False, has_training=False, fused=True, variant_of="sdpa_flash",
     short="hub", colour=KIND_COLORS["unknown"], symbol="circle",
     lesson=('upstream FlashAttention-2 outside PyTorch, as the Hub ships it: the same algorithm, another binary '
             '(replayed, a build of the same source, not the Hub\'s download)'),

@@ -4,11 +4,11 @@ Every stage with a backward, but hub_flash (the Hub cannot be reached from the m
 records the replay set) and flex_sliding (flex with another mask)."""
 from __future__ import annotations
 
-from .stages import Shape
+from .stages import Shape, stages_where
 
-TRAINING_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn",
-                   "sdpa_auto", "naive_compiled", "flex")
-FUSED = ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto", "flex")  # keep no S×S matrix
+# queries of the stage registry (each Stage's has_training and fused facts)
+TRAINING_STAGES = stages_where(has_training=True)
+FUSED = stages_where(has_training=True, fused=True)  # keep no S×S matrix
 BACKWARD_ANNOTATION = "attn_bwd"
 
 

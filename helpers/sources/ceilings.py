@@ -15,14 +15,14 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.errors import TraceError
-from ..core import config
+from ..core import config, replay_set
 
 COLUMNS = ["ceiling", "what was timed", "work", "unit", "median ms", "value", "value unit"]
 RECORD_COMMAND = "python tools/record_ceilings.py"
 
 
 def recording_path(gpu: str | None = None) -> Path:
-    return config.recording_path("ceilings", "ceilings", gpu)
+    return replay_set.recording_path("ceilings", "ceilings", gpu)
 
 
 def _do_bench_ms(fn) -> float:

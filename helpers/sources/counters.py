@@ -13,17 +13,21 @@ from ..core.counters import Counters, calibrations as _calibrations
 from ..core.profile import TraceError
 from ..core.stages import DEFAULT_SHAPE, Shape
 from . import ncu
-from .modes import resolve_mode
+from .modes import decide, resolve_mode
 
 
 def _replay(jobs: list[tuple[str, Shape]], gpu: str, reason: str) -> Counters:
-    prov = ncu.provenance(gpu)
+    # where they were read from, shown with the counters (the replay set's ncu/ folder)
+    prov = {**ncu.provenance(gpu), "folder": ncu.shown(ncu.recording_dir(gpu))}
     kernels = {(s, sh.key): ncu.load(s, sh, gpu) for s, sh in jobs}
     calibration = {}
     for c in _calibrations(prov):
         table = ncu.recording_dir(gpu) / f"{c['name']}.csv"
+        report = table.with_suffix(".ncu-rep")
         try:
             calibration[c["name"]] = ncu.kernels(ncu.read_csv(table))
+            calibration[c["name"]].attrs |= {"csv": table, "report": report if report.exists() else None,
+                                             "name": c["name"]}
         except (TraceError, ValueError, KeyError) as err:
             raise TraceError(f"The calibration matmul {table} is missing or corrupt ({err}). Restore it "
                              f"with `git checkout -- {table}`, or record it on a GPU with ncu: "
@@ -116,7 +120,9 @@ def collect(stages: Sequence[str], sweep: Sequence[Shape] = (), sweep_stages: Se
     banner says why. In "auto" mode a live failure for want of counters falls back to replay."""
     jobs = [(s, DEFAULT_SHAPE) for s in stages]
     jobs += [(s, sh) for sh in sweep for s in (sweep_stages or stages) if sh != DEFAULT_SHAPE]
-    forced = mode == "replay" or (mode == "auto" and config.mode_setting() == "replay")
+    # replay asked for (mode="replay", or ATTN_PROFILED_MODE=replay under "auto"): the one decision's word
+    decision = None if mode == "live" else decide(mode)
+    forced = decision is not None and not decision.live and "asked for" in decision.reason
     mode = "replay" if forced else resolve_mode(mode)
     reason = "the recording was asked for (mode='replay')" if forced else ncu.unavailable_reason()
     result = None

@@ -8,7 +8,8 @@ from ..core.stages import DEFAULT_SHAPE, Shape
 from .modes import profile_stage
 
 
-def fetch_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> tuple[Profile, str, bool, bool]:
+def fetch_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
+                    gpu: str | None = None) -> tuple[Profile, str, bool, bool]:
     """(the trace, the Hub's loading status in a reader's terms, whether the kernel loaded here,
     whether the trace is sdpa_flash's stand-in).
 
@@ -18,7 +19,7 @@ def fetch_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> tuple[P
     if loaded:
         print(line)
     try:
-        return profile_stage(STAGE, shape, mode), line, loaded, False
+        return profile_stage(STAGE, shape, mode, gpu=gpu), line, loaded, False
     except TraceError as err:
         print(f"{err} Showing sdpa_flash's trace instead, labelled as sdpa_flash.")
-        return profile_stage("sdpa_flash", shape, mode), line, loaded, True
+        return profile_stage("sdpa_flash", shape, mode, gpu=gpu), line, loaded, True

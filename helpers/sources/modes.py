@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeVar
 
 from ..core import config
 from ..core.config import MODES
@@ -11,6 +11,8 @@ from ..core.profile import Profile, TraceError
 from .replay import recorded_shapes, replay
 from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable, get_stage
 
+
+T = TypeVar("T")
 
 # without one of these device files no GPU is visible to this process (NVIDIA's, or ROCm's that
 # torch.cuda also drives), and replay need not import torch to find that out (~2 s of CPU)
@@ -64,32 +66,50 @@ def resolve_mode(mode: str = "auto") -> str:
     return decide(mode).mode
 
 
+def fetch(what: str, mode: str, live: Callable[[], T], recorded: Callable[[], T],
+          fallback_on: tuple[type[BaseException], ...] = (StageUnavailable,), quiet: bool = False) -> T:
+    """The one live-or-recorded policy (a `Session`'s): `live()` where `decide(mode)` says live,
+    else `recorded()`. In "auto" mode a live attempt that raises one of `fallback_on` (a stage this
+    GPU can't run: flash on a T4, say) falls back to `recorded()`, saying why ("<why> Showing the
+    recorded <what> instead."); asked for "live", it raises."""
+    if resolve_mode(mode) != "live":
+        return recorded()
+    try:
+        return live()
+    except fallback_on as err:
+        if mode == "live":
+            raise
+        if not quiet:
+            print(f"{err} Showing the recorded {what} instead.")
+        return recorded()
+
+
 def live_or_recorded(stage: str, mode: str, live: Callable[[], Profile], recorded: Callable[[], Profile],
                      what: str = "trace", quiet: bool = False) -> Profile:
-    """The one way a stage's Profile is had: `live()` where `decide` says live, else `recorded()`.
-    In "auto" mode a stage this GPU can't run (flash on a T4, say) falls back to `recorded()`,
-    with the reason; in "live" mode it raises StageUnavailable. Prints the banner unless quiet."""
+    """A stage's Profile through `fetch`, with its one-line banner unless quiet."""
     get_stage(stage)
-    if resolve_mode(mode) == "live":
-        try:
-            prof = live()
-        except StageUnavailable as err:
-            if mode == "live":
-                raise
-            print(f"{err} Showing the recorded {what} instead.")
-            prof = recorded()
-    else:
-        prof = recorded()
+    prof = fetch(what, mode, live, recorded)
     if not quiet:
         print(prof.banner())
     return prof
 
 
 def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
-                  quiet: bool = False, fresh: bool = False) -> Profile:
+                  quiet: bool = False, fresh: bool = False, gpu: str | None = None) -> Profile:
     """Profile `stage` live, or replay its recorded trace; print which, in one line.
     Live, a stage is profiled once a session and every page reuses that measurement (so two
-    pages show the same numbers); `fresh=True` profiles it again."""
+    pages show the same numbers); `fresh=True` profiles it again.
+
+    `gpu` names a replay set (a `ReplaySet` slug, "h200"): that GPU's recording, whatever this
+    machine is, so one page can set two GPUs side by side. None: live here, or the configured
+    replay set (ATTN_PROFILED_REPLAY_GPU)."""
+    if gpu is not None:
+        get_stage(stage)
+        prof = replay(stage, shape, gpu)
+        if not quiet:
+            print(prof.banner())
+        return prof
+
     def live() -> Profile:
         from .capture import capture_cached  # torch.profiler: only where it runs live
         return capture_cached(stage, shape, fresh=fresh)
@@ -97,11 +117,11 @@ def profile_stage(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
 
 
 def profile_stages(stages, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
-                   fresh: bool = False) -> dict[str, Profile]:
+                   fresh: bool = False, gpu: str | None = None) -> dict[str, Profile]:
     """Several stages at one shape, by name; one line says what was replayed or profiled, where
     and when (one line per recording machine, where they differ). Live, each stage's measurement
-    of this session is reused unless `fresh`."""
-    profiles = {name: profile_stage(name, shape, mode, quiet=True, fresh=fresh) for name in stages}
+    of this session is reused unless `fresh`. `gpu`: that GPU's replay set (see profile_stage)."""
+    profiles = {name: profile_stage(name, shape, mode, quiet=True, fresh=fresh, gpu=gpu) for name in stages}
     print(stages_banner(profiles))
     return profiles
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.errors import TraceError
-from ..core import config
+from ..core import config, replay_set
 from ..core.config import DEFAULT_GPU, ROOT  # noqa: F401  (DEFAULT_GPU: re-exported for tools)
 from ..core.stages import Shape
 from ..core.ncu_tables import (  # noqa: F401  (re-exported: the reading half lives in core)
@@ -308,7 +308,7 @@ def record(call: str, name: str, out_dir: Path, metrics: list[str], ncu: str | N
 
 def recording_dir(gpu: str | None = None) -> Path:
     """notebooks/traces/<gpu>/ncu: the recorded reports, tables and provenance."""
-    return config.recording_dir("ncu", gpu)
+    return replay_set.recording_dir("ncu", gpu)
 
 
 

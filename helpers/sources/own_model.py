@@ -16,9 +16,9 @@ from typing import Callable
 
 from .anytrace import load_trace
 from ..core.errors import StageUnavailable, TraceError
-from .modes import cuda_available, resolve_mode
+from .modes import cuda_available, fetch
 from ..core.profile import Profile
-from ..core import config
+from ..core import replay_set
 # the experiments themselves are facts, in core; tools/record_own_model.py reads them from here too
 from ..core.experiments import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, get_experiment  # noqa: F401
 
@@ -77,26 +77,25 @@ def make_step(name: str) -> Callable[[], None]:
 
 
 def recording(name: str, gpu: str | None = None) -> Path:
-    return config.recording_path("own_model", name, gpu)
+    return replay_set.recording_path("own_model", name, gpu)
 
 
-def profile_experiment(name: str, mode: str = "auto", quiet: bool = False) -> Profile:
+def profile_experiment(name: str, mode: str = "auto", quiet: bool = False, gpu: str | None = None) -> Profile:
     """One experiment's Profile: profiled live where CUDA is present (profile_code), its
     recording otherwise (load_trace); one line says which. In "auto" mode an experiment that
-    cannot run here (transformers missing) is replayed instead, with the reason."""
+    cannot run here (transformers missing) is replayed instead, with the reason (modes.fetch).
+    `gpu`: that GPU's recording."""
     e = get_experiment(name)
-    if resolve_mode(mode) == "live":
-        try:
-            step = make_step(name)
-        except StageUnavailable as err:
-            if mode == "live":
-                raise
-            if not quiet:
-                print(f"{err} Showing the recorded trace instead.")
-        else:
-            from .own_code import profile_code  # torch.profiler: only where it runs live
-            return profile_code(step, annotation=e.name, quiet=quiet)
-    path = recording(name)
+
+    def live() -> Profile:
+        step = make_step(name)
+        from .own_code import profile_code  # torch.profiler: only where it runs live
+        return profile_code(step, annotation=e.name, quiet=quiet)
+    return fetch("trace", "replay" if gpu else mode, live, lambda: _recorded(name, e, quiet, gpu), quiet=quiet)
+
+
+def _recorded(name: str, e, quiet: bool, gpu: str | None) -> Profile:
+    path = recording(name, gpu)
     if not path.exists():
         raise TraceError(f"No recording of {name} at {path}. Record it on a GPU with "
                          f"`python tools/record_own_model.py`"
@@ -107,20 +106,20 @@ def profile_experiment(name: str, mode: str = "auto", quiet: bool = False) -> Pr
     return prof
 
 
-def available(name: str) -> bool:
+def available(name: str, gpu: str | None = None) -> bool:
     """Whether the experiment has a Profile to show here: a recording, or live with what it needs."""
     e = get_experiment(name)
-    if recording(name).exists():
+    if recording(name, gpu).exists():
         return True
     return cuda_available() and (e.needs is None or importlib.util.find_spec(e.needs) is not None)
 
 
-def profile(name: str, mode: str = "auto") -> Profile | None:
+def profile(name: str, mode: str = "auto", gpu: str | None = None) -> Profile | None:
     """The experiment's Profile (live or replayed, with its banner); None, with the reason, where
     it has none here (the Hugging Face model, without transformers and without a recording)."""
-    if not available(name):
+    if not available(name, gpu):
         e = get_experiment(name)
         print(f"{e.title} ({name}): no recording here, and it cannot run live"
               + (f" ({e.needs} is not installed)." if e.needs else " (no CUDA GPU)."))
         return None
-    return profile_experiment(name, mode)
+    return profile_experiment(name, mode, gpu=gpu)

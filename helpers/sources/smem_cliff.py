@@ -24,7 +24,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from ..core import config
+from ..core import replay_set
 from ..core.config import ROOT
 from ..core.errors import TraceError
 from ..core.tracefile import read_document
@@ -220,8 +220,8 @@ def smem_cliff_events(repeats: int = 5, *, save_to: str | os.PathLike | None = N
 SMEM_CLIFF = "smem_cliff"   # the experiment's recording, under <gpu>/experiments/
 
 
-def _load_recording(path: Path | None = None) -> tuple[list[dict], dict]:
-    path = path or config.recording_path("experiment", SMEM_CLIFF)
+def _load_recording(path: Path | None = None, gpu: str | None = None) -> tuple[list[dict], dict]:
+    path = path or replay_set.recording_path("experiment", SMEM_CLIFF, gpu)
     # the experiment's provenance is not a stage's, so not Profile.load: the raw document
     try:
         document = read_document(path, show_progress=False)
@@ -233,10 +233,10 @@ def _load_recording(path: Path | None = None) -> tuple[list[dict], dict]:
                          f"`python tools/smem_cliff.py`.") from err
 
 
-def fetch_smem_cliff(mode: str = "auto") -> tuple[list[dict], dict, str]:
+def fetch_smem_cliff(mode: str = "auto", gpu: str | None = None) -> tuple[list[dict], dict, str]:
     """The experiment's events, its provenance and a line saying where they come from: run live
-    on a GPU with CuPy, else (or if CuPy is missing) the recording."""
-    if resolve_mode(mode) == "live":
+    on a GPU with CuPy, else (or if CuPy is missing) the recording (`gpu`: that GPU's)."""
+    if gpu is None and resolve_mode(mode) == "live":
         try:
             import cupy  # noqa: F401
         except ImportError:
@@ -256,7 +256,7 @@ def fetch_smem_cliff(mode: str = "auto") -> tuple[list[dict], dict, str]:
         prov = {"gpu": torch.cuda.get_device_name(), "capability": f"{props.major}.{props.minor}",
                 "sm_count": props.multi_processor_count, "torch": torch.__version__}
         return events, prov, f"Ran the experiment live on {prov['gpu']}."
-    events, prov = _load_recording()
+    events, prov = _load_recording(gpu=gpu)
     return events, prov, (f"Replaying the experiment recorded on {prov['gpu']} (sm "
                           f"{prov['capability']}, {prov['sm_count']} SMs) with torch "
                           f"{prov['torch']}, CuPy {prov.get('cupy', '?')}.")

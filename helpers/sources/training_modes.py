@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from ..core import backward as bw
-from ..core import config
+from ..core import config, replay_set
 from ..core.errors import TraceError
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, Shape
@@ -24,7 +24,7 @@ RECORD_COMMAND = bw.RECORD_COMMAND
 # --- the recordings ---------------------------------------------------------------------------------
 
 def trace_path(stage: str, shape: Shape = DEFAULT_SHAPE, gpu: str | None = None) -> Path:
-    return config.recording_path("training", f"{stage}__{shape.key}.json.gz", gpu)
+    return replay_set.recording_path("training", f"{stage}__{shape.key}.json.gz", gpu)
 
 
 def load_step(stage: str, shape: Shape = DEFAULT_SHAPE, gpu: str | None = None) -> Profile:
@@ -37,16 +37,16 @@ def load_step(stage: str, shape: Shape = DEFAULT_SHAPE, gpu: str | None = None) 
 
 
 def load_memory(gpu: str | None = None) -> dict:
-    path = config.recording_path("training", "memory.json", gpu)
+    path = replay_set.recording_path("training", "memory.json", gpu)
     if not path.exists():
         raise TraceError(f"No recorded memory sweep at {path}. Record it on a GPU with `{RECORD_COMMAND}`.")
     return json.loads(path.read_text())
 
 
 def snapshot_path(stage: str, gpu: str | None = None) -> Path:
-    found = sorted(config.recording_dir("training", gpu).glob(f"snapshot__{stage}__*.pickle.gz"))
+    found = sorted(replay_set.recording_dir("training", gpu).glob(f"snapshot__{stage}__*.pickle.gz"))
     if not found:
-        raise TraceError(f"No recorded memory snapshot of {stage} under {config.recording_dir('training', gpu)}. "
+        raise TraceError(f"No recorded memory snapshot of {stage} under {replay_set.recording_dir('training', gpu)}. "
                          f"Record it on a GPU with `{RECORD_COMMAND}`.")
     return found[0]
 
@@ -63,7 +63,7 @@ def load_snapshot(stage: str, gpu: str | None = None) -> bytes:
 
 def ncu_backward(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
     """Each stage's backward kernels under ncu, from the one recording of all of them."""
-    base = config.recording_path("training", f"ncu/backward__{shape.key}", gpu)
+    base = replay_set.recording_path("training", f"ncu/backward__{shape.key}", gpu)
     csv, log = base.with_suffix(".csv"), base.with_suffix(".json")
     if not csv.exists() or not log.exists():
         raise TraceError(f"No Nsight Compute recording of the backwards at {csv}. Record it on a GPU with "
@@ -98,19 +98,23 @@ def training_counters(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> d
 # --- live or replay -----------------------------------------------------------------------------------
 
 
-def profile_training(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto", quiet: bool = False):
+def profile_training(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto", quiet: bool = False,
+                     gpu: str | None = None):
     """One profiled training step of `stage`: live on a GPU (capture(..., training=True)), else
-    the recorded one; in "auto" mode a stage this GPU can't run is replayed, with the reason."""
+    the recorded one; in "auto" mode a stage this GPU can't run is replayed, with the reason.
+    `gpu`: that GPU's recording."""
     def live() -> Profile:
         from .capture import capture
         return capture(stage, shape, training=True)
-    return live_or_recorded(stage, mode, live, lambda: load_step(stage, shape), "training step", quiet)
+    return live_or_recorded(stage, "replay" if gpu else mode, live, lambda: load_step(stage, shape, gpu),
+                            "training step", quiet)
 
 
-def profile_trainings(stages=TRAINING_STAGES, shape: Shape = DEFAULT_SHAPE, mode: str = "auto") -> dict:
+def profile_trainings(stages=TRAINING_STAGES, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
+                      gpu: str | None = None) -> dict:
     """One training step per stage; one line says what was replayed or profiled, where and when
     (as profile_stages does for the forwards)."""
-    profiles = {s: profile_training(s, shape, mode, quiet=True) for s in stages}
+    profiles = {s: profile_training(s, shape, mode, quiet=True, gpu=gpu) for s in stages}
     print(stages_banner(profiles).replace("Replaying ", "Replaying the training steps of ", 1))
     return profiles
 
@@ -126,19 +130,21 @@ def memory_recording(gpu: str | None = None) -> dict:
     return memory
 
 
-def snapshots(stages=("naive", "sdpa_flash"), mode: str = "auto", memory: dict | None = None) -> dict:
-    """{stage: (snapshot pickle bytes, marks, where)}: taken live on a GPU, else the recordings."""
+def snapshots(stages=("naive", "sdpa_flash"), mode: str = "auto", memory: dict | None = None,
+              gpu: str | None = None) -> dict:
+    """{stage: (snapshot pickle bytes, marks, where)}: taken live on a GPU, else the recordings
+    (`gpu`: that GPU's)."""
     out = {}
-    live = resolve_mode(mode) == "live"
+    live = gpu is None and resolve_mode(mode) == "live"
     for stage in stages:
         if live:
             data, marks = memory_snapshot(stage, SNAPSHOT_SHAPE)
             out[stage] = (data, marks, f"taken just now on {torch.cuda.get_device_name(0)} at {SNAPSHOT_SHAPE.key}")
         else:
-            memory = memory or load_memory()
+            memory = memory or load_memory(gpu)
             marks = memory.get("snapshots", {}).get(stage, {})
             p = memory.get("provenance", {})
-            out[stage] = (load_snapshot(stage), marks,
+            out[stage] = (load_snapshot(stage, gpu), marks,
                           f"recorded on {p.get('gpu')} on {str(p.get('date'))[:10]} at {marks.get('shape', '')}")
     return out
 
