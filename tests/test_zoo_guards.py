@@ -683,7 +683,7 @@ def test_chapter_07_longest_kernel_gpu_time_and_tflops_from_the_raw_events(occ_p
         gpu[stage] = raw_per_step(occ_profiles[stage].events)[-1][0]
         flops = 4 * s["batch"] * s["heads"] * s["seq"] ** 2 * s["head_dim"] / 2  # causal: half the products
         assert r["GPU µs per forward"] == pytest.approx(gpu[stage], abs=0.051), stage
-        assert r["attention TFLOP/s"] == pytest.approx(flops / (gpu[stage] * 1e-6) / 1e12, abs=0.051), stage
+        assert r["model TFLOP/s"] == pytest.approx(flops / (gpu[stage] * 1e-6) / 1e12, abs=0.051), stage
     g = lessons.glue_low_occupancy(occ_profiles)
     assert g["speedup"] == f"{gpu['naive'] / gpu['sdpa_flash']:.1f}"
 
