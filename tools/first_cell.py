@@ -15,8 +15,8 @@ Where a notebook runs decides what the cell does:
 
 Then `helpers.use_book_style()` installs the book's tables and charts: importing helpers changes
 nothing, and the cell prints nothing. The cell is tagged `remove-cell` (left out of the published
-page) and is a Colab form (folded to its title). Only cell 0 is written (its id stays): every other
-byte of the notebook file is left as it was.
+page) and is a Colab form (folded to its title). Only cell 0 is written (its id stays; a notebook without
+the setup cell gets one in front): every other byte of the notebook file is left as it was.
 """
 from __future__ import annotations
 
@@ -77,20 +77,36 @@ def cell_json(cell: dict, indent: str = "  ") -> str:
     return text.replace("\n", "\n" + indent)
 
 
+def is_setup_cell(cell: dict) -> bool:
+    """The book's first cell, whatever its source: a code cell left out of the page."""
+    return cell["cell_type"] == "code" and "remove-cell" in cell["metadata"].get("tags", [])
+
+
 def write_first_cell(path: Path, text: str) -> bool:
-    """Make cell 0 of the notebook at `path` the template's; True if the file changed. Only that
-    cell's text is replaced: every other byte of the file stays as it was."""
+    """Make cell 0 of the notebook at `path` the template's; True if the file changed. A setup
+    cell there is rewritten, else (a new notebook) one is put in front. Only that cell's text is
+    written: every other byte of the file stays as it was."""
     raw = path.read_text(encoding="utf-8")
     nb = json.loads(raw)
     if first_cell_matches(nb, text):
         return False
-    cell = nb["cells"][0]
-    if cell["cell_type"] != "code":
-        raise SystemExit(f"{path.name}: its first cell is {cell['cell_type']}, not the setup code cell")
-    cell = {**cell, "execution_count": None, "outputs": [], "source": lines(text),
-            "metadata": {**cell["metadata"], "tags": TAGS}}
-    start, end = first_cell_span(raw)
-    path.write_text(raw[:start] + cell_json(cell) + raw[end:], encoding="utf-8")
+    first = nb["cells"][0] if nb["cells"] else None
+    start, end = first_cell_span(raw) if first else (None, None)
+    if first and is_setup_cell(first):
+        cell = {**first, "execution_count": None, "outputs": [], "source": lines(text),
+                "metadata": {**first["metadata"], "tags": TAGS}}
+        path.write_text(raw[:start] + cell_json(cell) + raw[end:], encoding="utf-8")
+        return True
+    ids = {c.get("id") for c in nb["cells"]}
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {"tags": TAGS}, "outputs": [],
+            "source": lines(text)}
+    if nb.get("nbformat_minor", 0) >= 5 or ids - {None}:
+        cell["id"] = next(i for i in ("setup-outside-repo", "setup-cell", "setup-0") if i not in ids)
+    if first:
+        path.write_text(raw[:start] + cell_json(cell) + ",\n  " + raw[start:], encoding="utf-8")
+    else:
+        nb["cells"] = [cell]
+        path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     return True
 
 
