@@ -8,13 +8,15 @@ installed editable) and, only where they are not (Colab), first runs
 the replay sets (setup.py copies notebooks/traces into helpers/replay_sets), and
 helpers/core/config.py reads that copy where the repository's folder is absent.
 
-Checked here, in seconds: the cells; what the cell does in both places (a stand-in shell records
-the %pip it would run); the wheel built from the working tree (its replay files, byte for byte
-the repository's, its data files, its extra at requirements.txt's pins); and the wheel installed
-away from the repository, replaying from its own copy. The whole of it, offline (a fresh virtual
-environment whose notebook installs the package through its own first cell, executed with
-nbclient and compared with the repository's run, glue by glue) takes minutes and is
-benchmarks/colab_offline.py (benchmarks/results/colab_offline.md).
+Checked here: the cells; what the cell does in both places (a stand-in shell records the %pip
+it would run); the wheel built from the working tree (its replay files, byte for byte the
+repository's, its data files, its extra at requirements.txt's pins); the wheel installed away from
+the repository, replaying from its own copy; and Colab played offline (benchmarks/colab_offline.py):
+a fresh virtual environment without helpers, one notebook alone in an empty folder, its own first
+cell installing the package from the book's GitHub URL (pointed at a local git repository of the
+working tree, pip with --no-index), executed with nbclient, every glued value the same as the
+repository's run. The benchmark also times the way through a prebuilt wheel and a second run
+(benchmarks/results/colab_offline.md).
 """
 from __future__ import annotations
 
@@ -222,6 +224,32 @@ def test_the_replay_folder_falls_back_to_the_packaged_copy(tmp_path):
     repository.mkdir(parents=True)
     assert config.default_replay_dir(repository, packaged) == repository     # a checkout: its own
     assert config.default_replay_dir(tmp_path / "none", tmp_path / "none2") == tmp_path / "none"
+
+
+# ------------------------------------------------------------------------------------ Colab, offline
+
+def colab_offline():
+    spec = importlib.util.spec_from_file_location("colab_offline", ROOT / "benchmarks" / "colab_offline.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_notebook_alone_installs_the_helpers_by_its_first_cell_and_replays(tmp_path):
+    colab = colab_offline()
+    notebook = ROOT / "notebooks" / "02_inplace.ipynb"
+    reference, _ = colab.reference_run(notebook, tmp_path)
+    origin, image = colab.image(tmp_path, {})
+    run = colab.by_the_first_cell(notebook, tmp_path, origin, image, reference, again=False)["first_cell"]
+    assert not run["errors"], run["errors"]
+    assert run["glued"] == len(reference) > 0 and run["same_glue"], f"glued values differ: {run['differing']}"
+    # the package the cell installed, in the fresh environment, replaying from its own copy
+    venv = tmp_path / "venv-cell"
+    assert run["prefix"] == str(venv)
+    helpers_dir = Path(run["helpers"]).parent
+    assert helpers_dir.is_relative_to(venv) and run["replay_root"] == str(helpers_dir / "replay_sets")
+    assert re.search(r"^attention-profiled-helpers\s", run["installed"], re.M)
+    assert run["first_cell_printed"] in ("", "Note: you may need to restart the kernel to use updated packages.")
 
 
 # ------------------------------------------------------------------------------------ the charts
