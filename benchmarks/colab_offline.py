@@ -29,6 +29,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -268,7 +269,8 @@ def main() -> int:
     notebook = (ROOT / args.notebook).resolve()
     tmp = Path(tempfile.mkdtemp(prefix="colab_offline_"))
     report = {"notebook": notebook.name, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "cpus": os.cpu_count(), "local_wheels": [str(p) for p in LOCAL_WHEELS]}
+              "cpus": os.cpu_count(), "local_wheels": [str(p) for p in LOCAL_WHEELS],
+              "load_average_before": round(os.getloadavg()[0], 1)}
     started = time.perf_counter()
     try:
         reference, report["repository"] = reference_run(notebook, tmp)
@@ -281,6 +283,9 @@ def main() -> int:
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     report["total_seconds"] = round(time.perf_counter() - started, 1)
+    report["load_average_after"] = round(os.getloadavg()[0], 1)
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    report["cpu_seconds"] = round(sum(u.ru_utime + u.ru_stime for u in usage), 1)   # this process, kernels, pip
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "colab_offline.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -308,7 +313,9 @@ def markdown(r: dict) -> str:
         f"{r['wheel_install_seconds']} s (fresh environment: {r['venv_seconds']} s)",
         f"- the working tree as a git repository: {r['origin_seconds']} s; pip's build of the git URL "
         f"{'isolated (setuptools from the local wheels)' if r['isolated_build'] else 'with the image setuptools'}",
-        f"- all of it, the reference run included: {r['total_seconds']} s", "",
+        f"- all of it, the reference run included: {r['total_seconds']} s wall, {r['cpu_seconds']} s of CPU "
+        f"(the machine's load average {r['load_average_before']} before, {r['load_average_after']} after: "
+        "wall times on a loaded machine are inflated)", "",
         "| run | notebook (s) | first cell (s) | glued values | same as the repository's | errors | replay sets read from |",
         "|---|---|---|---|---|---|---|",
         row("repository (reference)", r["repository"]),

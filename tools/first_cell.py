@@ -15,22 +15,22 @@ Where a notebook runs decides what the cell does:
 
 Then `helpers.use_book_style()` installs the book's tables and charts: importing helpers changes
 nothing, and the cell prints nothing. The cell is tagged `remove-cell` (left out of the published
-page) and is a Colab form (folded to its title). Only cell 0 is written (its id stays; a notebook without
-the setup cell gets one in front): every other byte of the notebook file is left as it was.
+page) and is a Colab form (folded to its title). Only cell 0 is written (its id stays; a notebook
+without the setup cell gets one in front): every other byte of the notebook file is left as it was.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import tomllib
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-PACKAGE = "attention-profiled-helpers"   # pyproject.toml's [project] name
-EXTRA = "colab"                          # pyproject.toml's optional dependencies for Colab
+EXTRA = "colab"   # pyproject.toml's optional dependencies for Colab
 TAGS = ["remove-cell"]
 
 TEMPLATE = """\
@@ -41,10 +41,12 @@ if importlib.util.find_spec("helpers") is None:   # Colab: this notebook alone, 
 import helpers; helpers.use_book_style()   # the book's tables and charts; importing changes nothing"""
 
 
-def requirement(config_path: Path = ROOT / "_config.yml") -> str:
-    """The pip requirement of the package, its Colab extra, from the book's repository and branch."""
+def requirement(config_path: Path = ROOT / "_config.yml", pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """The pip requirement of the package (pyproject.toml's name) with its Colab extra, from the
+    book's repository and branch (_config.yml)."""
     repository = yaml.safe_load(config_path.read_text())["repository"]
-    return f"{PACKAGE}[{EXTRA}] @ git+{repository['url']}@{repository.get('branch', 'main')}"
+    package = tomllib.loads(pyproject.read_text())["project"]["name"]
+    return f"{package}[{EXTRA}] @ git+{repository['url']}@{repository.get('branch', 'main')}"
 
 
 def source() -> str:
