@@ -300,7 +300,7 @@ def markdown(r: dict) -> str:
         return (f"| {name} | {s['seconds']} | {s['first_cell_seconds']} | {s['glued']} | "
                 f"{'yes' if s['same_glue'] else 'NO: ' + ', '.join(s['differing'])} | {len(s['errors'])} | "
                 f"`{s['replay_root']}` |")
-    tmp = lambda s: s.replace(str(Path(tempfile.gettempdir())), "<tmp>")
+    tmp = lambda s: s.replace(str(Path(tempfile.gettempdir())), "<tmp>").replace(str(ROOT), "<repository>")
     lines = [
         "# Colab, played offline (benchmarks/colab_offline.py)", "",
         f"{r['date']}, {r['cpus']} CPU cores (shared), notebook `{r['notebook']}` executed alone with nbclient, "
