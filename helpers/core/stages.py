@@ -126,7 +126,8 @@ class Stage:
     # the start of the claim whose verdict, computed from the trace, backs the lesson there
     lesson_claim: str = ""
     # what is recorded of it and where it is compared: every stage list is a query of these
-    # (`stages_where`), so a new stage is one register() call and its recordings
+    # (`stages_where`), so a new stage is one register() call, its verdicts (one @verdict function,
+    # helpers/views/verdicts.py) and its recordings (tools/record_all.py)
     swept: bool = True              # recorded at every sweep shape (tools/record.py --sweep)
     has_ncu: bool = True            # Nsight Compute's counters at the article's shape (record_ncu)
     ncu_swept: bool = False         # its counters at every sweep seq too (record_ncu; the roofline's sweep)
@@ -385,7 +386,8 @@ register(Stage(
 
 def stages_where(**facts) -> tuple[str, ...]:
     """The registered stages whose facts (Stage's fields: swept, has_ncu, ncu_swept, has_training,
-    training_ncu, fused, variant_of, ...) have these values, in the registry's order:
+    training_ncu, fused, variant_of, repeats, dispatched, in_article, snapshot, ...) have these
+    values, in the registry's order:
     ``stages_where(has_training=True, fused=True)``. Every stage list of the book is one."""
     for name in facts:
         if name not in Stage.__dataclass_fields__:
