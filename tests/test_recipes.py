@@ -81,6 +81,45 @@ def test_the_guard_catches_a_planted_list(tmp_path):
                                                     "helpers/planted.py:4: flex, flex_sliding"]
 
 
+def dry_run_plan(root: Path, env: dict | None = None) -> dict[tuple[str, str], list[str]]:
+    """tools/record_all.py --dry-run, read back: (step, "stages" or a fact) -> its stages."""
+    out = subprocess.run([sys.executable, "tools/record_all.py", "--dry-run"], cwd=root, env=env,
+                         capture_output=True, text=True, check=True, timeout=300).stdout
+    lines, step = {}, None
+    for line in out.splitlines():
+        if line.startswith("== "):
+            step = line[3:].split(":")[0]
+            lines[(step, "command")] = line.split(": ", 1)[1].split()
+        elif step and ": " in line:
+            fact, stages = line.strip().split(": ", 1)
+            lines[(step, fact.split(" ")[0])] = stages.split(", ")
+    return lines
+
+
+def test_the_recording_plan_is_the_registry():
+    """record_all's plan: each recorder is handed the stages whose facts mark them, read from the
+    registry's source (the Stage(...) calls and their keywords, the dataclass defaults)."""
+    tree = ast.parse((ROOT / "helpers" / "core" / "stages.py").read_text())
+    defaults = {n.target.id: ast.literal_eval(n.value) for c in tree.body if isinstance(c, ast.ClassDef)
+                and c.name == "Stage" for n in c.body if isinstance(n, ast.AnnAssign) and n.value is not None
+                and isinstance(n.value, ast.Constant)}
+    facts = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Stage" and node.args:
+            given = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+            facts[node.args[0].value] = defaults | given
+    having = lambda fact: [s for s, f in facts.items() if f[fact]]  # noqa: E731
+    plan = dry_run_plan(ROOT)
+    assert plan[("record", "stages")] == list(facts) and plan[("record", "swept")] == having("swept")
+    assert plan[("record", "command")] == ["record.py", "--sweep", "--stages", *facts]
+    assert plan[("ncu", "stages")] == having("has_ncu") and plan[("ncu", "ncu_swept")] == having("ncu_swept")
+    assert plan[("training", "stages")] == having("has_training")
+    assert plan[("training", "training_ncu")] == having("training_ncu")
+    assert plan[("training", "snapshot")] == having("snapshot")
+    assert [step for step, what in plan if what == "command"] == [
+        "record", "ncu", "ceilings", "training", "own_model", "smem_cliff"]
+
+
 # --- the stage recipe, on a copy ------------------------------------------------------------------
 
 REGISTER = f'''
@@ -112,8 +151,6 @@ PROBE = textwrap.dedent(f'''
     profiles = profile_stages(closing_stages())
     revealed = claims.revealed(profiles)
     glance = tables.at_a_glance(profiles, revealed)
-    plan = subprocess.run([sys.executable, "tools/record_all.py", "--dry-run"], capture_output=True, text=True,
-                          check=True).stdout
     new, like = profiles[NEW].summary(), profiles[{LIKE!r}].summary()
     print(json.dumps({{
         "helpers": helpers.__file__,
@@ -124,7 +161,6 @@ PROBE = textwrap.dedent(f'''
         "sweep_chart": NEW in registry.stages_where(swept=True, dispatched=False, repeats=None),
         "recorders": {{"record": NEW in record.SWEEP_STAGES, "ncu": NEW in record_ncu.STAGES_AT_ARTICLE_SHAPE,
                       "ncu_sweep": NEW in record_ncu.SWEEP_STAGES, "training": NEW in record_training.NCU_STAGES}},
-        "plan": plan,
         "judge": [VERDICTS[NEW].needs, VERDICTS[NEW].judge.__name__] if NEW in VERDICTS else None,
         "closing": NEW in closing_stages(),
         "shapes": sorted(s.key for s in recorded_shapes(NEW)),
@@ -219,15 +255,8 @@ def test_the_new_stage_is_in_each_query_its_facts_name(copy):
 
 
 def test_the_recording_plan_gives_it_to_the_recorders_its_facts_name(copy):
-    _, _, report = copy
-    lines = {}
-    step = None
-    for line in report["plan"].splitlines():
-        if line.startswith("== "):
-            step = line[3:].split(":")[0]
-        elif step and ": " in line:
-            fact, stages = line.strip().split(": ", 1)
-            lines[(step, fact.split(" ")[0])] = stages.split(", ")
+    root, _, _ = copy
+    lines = dry_run_plan(root, {**os.environ, "PYTHONPATH": str(root)})
     assert NEW in lines[("record", "stages")] and NEW in lines[("record", "swept")]
     assert NEW in lines[("ncu", "stages")] and NEW not in lines[("ncu", "ncu_swept")]
     assert NEW not in lines[("training", "stages")] and NEW not in lines[("training", "snapshot")]
