@@ -344,7 +344,8 @@ def math_slower_than_inplace(math: Profile, inplace: Profile) -> Verdict:
                 f"{n['gpu_time_us']:.1f} µs: {ratio:.2f}×")
     if m["do_bench_us"] and n["do_bench_us"]:
         evidence += f" (do_bench: {m['do_bench_us'] / n['do_bench_us']:.2f}×)"
-    a100_math, a100_inplace = (A100_REFERENCE["sdpa_math"]["GPU µs"] / 1000, A100_REFERENCE["inplace"]["GPU µs"] / 1000)
+    a100_math = A100_REFERENCE["sdpa_math"]["GPU µs"] / 1000
+    a100_inplace = A100_REFERENCE["inplace"]["GPU µs"] / 1000
     return Verdict("the math backend is slower than the in-place three lines", evidence, ratio > 1,
                    f"math takes {ratio:.2f}× in-place's GPU time: it is faster",
                    article=f"{A100_MATH_OVER_INPLACE}× slower ({a100_math:.3f} / {a100_inplace:.3f} ms)")
