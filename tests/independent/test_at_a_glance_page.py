@@ -10,6 +10,7 @@ from helpers import ARTICLE_STAGES, charts, closing_stages, profile_stages, pros
     shape_explorer, sweep, tables
 
 from . import raw
+from helpers.core.stages import stages_where  # the stage lists: queries of the registry
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def test_shape_explorer_tables():
 
 
 def test_sweep_lines_points():
-    stages = ["naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "naive_compiled", "flex", "flex_sliding"]
+    stages = list(stages_where(swept=True, repeats=None, dispatched=False))   # 08's sweep
     shapes = sorted({s for s in recorded_shapes("sdpa_flash") if s.head_dim == 64}, key=lambda s: s.seq)
     fig = charts.sweep_lines(sweep(stages, shapes, mode="replay"))
     assert [t.name for t in fig.data] == stages
