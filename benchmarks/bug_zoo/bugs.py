@@ -7,9 +7,20 @@ replaces it, its class, what a reader would be shown, and the test files most li
 
 Classes (issue 28): swap (arguments swapped where a verdict is wired to its profiles), unit (a unit
 changed in one column only), ratio (a ratio inverted), sort (a sort reversed), minmax (min/max or
-first/last swapped), sentence (two numbers swapped in an answer sentence), js (a JavaScript-only
-change in the judge or the calculator), column (the wrong column read), compare (a comparison
-turned round), stat (the wrong statistic).
+first/last swapped), sentence (two numbers swapped in an answer sentence), js (a change that only
+the in-browser judge or the calculator shows: since the judge's units and status words moved into
+Python's helpers/views/guess.py, which hands them to guess.js in every key, two of these are planted
+there), column (the wrong column read), compare (a comparison turned round), stat (the wrong
+statistic).
+
+Re-anchored 2026-12-05 (their code had moved; same slip, same reader-visible effect): claims-math-
+naive-swapped (math is now judged against in-place), claims-fastest-max, claims-cpu-split-first (the
+split now charges each CUDA call to the innermost op), counters-gflop-mflop (the work table),
+roofline-ridge-inverted (the ridge from the ncu calibration matmul), roofline-roof-side, the three
+training-* (renamed columns), guessjs-micro-sign and guessjs-status-words (guess.py's UNITS and
+STATUSES), occ-tflops-ms (the ledger's model TFLOP/s). Six claims-* bugs sit on the wiring lines of
+claims.CHECKS / the extra stages' entries (inplace-memcpy, masking-ops, memory, math-naive, flex,
+compiled): a change to that wiring makes them "does not apply" until re-anchored.
 """
 
 ZOO_T = ["tests/test_zoo_guards.py"]  # the guards written to kill this zoo's survivors (run first)
@@ -22,6 +33,16 @@ CALC_T = ZOO_T + ["tests/test_calculator_js.py", "tests/test_occupancy.py"]
 OCC_T = ZOO_T + ["tests/test_occupancy_views.py", "tests/test_hardware_views.py", "tests/test_lessons.py"]
 CF_T = ZOO_T + ["tests/test_compiled_flex.py", "tests/test_page_verdicts_raw.py"]
 
+# the lists of the twelve bugs re-anchored on 2026-12-05 (their code moved): the guards, the
+# suite's files on that figure, and tests/independent/ (plain recomputations from the recordings)
+IND = "tests/independent/"
+CLAIMS_S_T = CLAIMS_T + [IND + "test_stage_pages.py", IND + "test_at_a_glance_page.py"]
+COUNTERS_S_T = COUNTERS_T + [IND + "test_counters_page.py", IND + "test_ch09_raw.py", "tests/test_ledger_book.py"]
+ROOF_S_T = COUNTERS_T + [IND + "test_ch09_raw.py", "tests/test_quantities.py"]
+TRAIN_S_T = TRAIN_T + [IND + "test_ch11_raw.py"]
+GUESS_S_T = GUESS_T + ["tests/test_guess_words.py", "tests/test_guess_keys_raw.py"]
+OCC_S_T = OCC_T + [IND + "test_occupancy_page.py"]
+
 C = "helpers/chapters/claims.py"
 K = "helpers/chapters/counters.py"
 R = "helpers/chapters/roofline.py"
@@ -30,6 +51,7 @@ VB = "helpers/views/breakdown.py"
 CB = "helpers/core/breakdown.py"
 T = "helpers/chapters/training.py"
 G = "helpers/views/js/guess.js"
+GP = "helpers/views/guess.py"  # the judge's tables (units, status words), handed to guess.js in every key
 OJ = "helpers/occupancy/js/occupancy.js"
 OL = "helpers/chapters/occupancy_lessons.py"
 OT = "helpers/chapters/occupancy_truth.py"
@@ -49,14 +71,16 @@ BUGS = [
          find='inplace_saves_memory(p["inplace"], p["naive"])', replace='inplace_saves_memory(p["naive"], p["inplace"])',
          shows="02: 'naive needs N MiB more than inplace', the verdict turned round", tests=CLAIMS_T),
     dict(id="claims-math-naive-swapped", file=C, cls="swap", chapter="03",
-         find='math_slower_than_naive(p["sdpa_math"], p["naive"])', replace='math_slower_than_naive(p["naive"], p["sdpa_math"])',
-         shows="03: the math/naive ratio shown inverted and the verdict flipped", tests=CLAIMS_T),
+         find='math_slower_than_inplace(p["sdpa_math"], p["inplace"])', replace='math_slower_than_inplace(p["inplace"], p["sdpa_math"])',
+         shows="03: the math/in-place ratio shown inverted and the verdict flipped (wiring line of CHECKS)", tests=CLAIMS_S_T),
     dict(id="claims-math-ratio-inverted", file=C, cls="ratio", chapter="03",
          find='ratio = m["gpu_time_us"] / n["gpu_time_us"]', replace='ratio = n["gpu_time_us"] / m["gpu_time_us"]',
          shows="03: 'sdpa_math … 0.27×' where math is 3.7× naive", tests=CLAIMS_T),
     dict(id="claims-fastest-max", file=C, cls="minmax", chapter="06",
-         find="fastest = min(times, key=times.get)", replace="fastest = max(times, key=times.get)",
-         shows="06: the slowest backend named the fastest", tests=CLAIMS_T),
+         find='fastest = min(times, key=times.get)\n    evidence = ", ".join(',
+         replace='fastest = max(times, key=times.get)\n    evidence = ", ".join(',
+         shows="06: the slowest backend named the fastest (fastest_backend; auto_picks_fastest keeps its own min)",
+         tests=CLAIMS_S_T),
     dict(id="claims-fastest-sort-reversed", file=C, cls="sort", chapter="06",
          find="sorted(times.items(), key=lambda kv: kv[1])", replace="sorted(times.items(), key=lambda kv: kv[1], reverse=True)",
          shows="06: the evidence lists the backends slowest first", tests=CLAIMS_T),
@@ -71,8 +95,9 @@ BUGS = [
          replace='frame["total MB"] = ((frame["score bytes"] + frame["q, k, v, out bytes"]) / 2**20).round(1)',
          shows="05: the HBM model's 'total MB' in MiB", tests=CLAIMS_T + COUNTERS_T[1:]),
     dict(id="claims-cpu-split-first", file=C, cls="minmax", chapter="06",
-         find='top = frame.sort_values("dur_us").iloc[-1]', replace='top = frame.sort_values("dur_us").iloc[0]',
-         shows="06: the CPU split names the shortest op of each depth, not the longest", tests=CLAIMS_T),
+         find='own[holders["depth"].idxmax()] -= dur', replace='own[holders["depth"].idxmin()] -= dur',
+         shows="06: the CPU split charges each CUDA call to the outermost op (attn_fwd's own), not the innermost that made it",
+         tests=CLAIMS_S_T),
     dict(id="claims-flex-swapped", file=C, cls="swap", chapter="06c",
          find='flex_verdicts(p["flex"], p["sdpa_flash"])', replace='flex_verdicts(p["sdpa_flash"], p["flex"])',
          shows="the closing table's flex verdicts judged on flash", tests=CLAIMS_T + CF_T[1:]),
@@ -95,8 +120,8 @@ BUGS = [
          replace="\"min_over_model\": f\"{table['forward / model'].max():.2f}\"",
          shows="05: 'between X and X times the model' (the minimum shown as the maximum)", tests=COUNTERS_T),
     dict(id="counters-gflop-mflop", file=K, cls="unit", chapter="09",
-         find='"measured GFLOP": round(flops / 1e9, 2)', replace='"measured GFLOP": round(flops / 1e6, 2)',
-         shows="09: measured FLOPs in MFLOP under a GFLOP label", tests=COUNTERS_T),
+         find='"executed GFLOP": round(flops / 1e9, 2)', replace='"executed GFLOP": round(flops / 1e6, 2)',
+         shows="05/09: the work table's executed FLOPs in MFLOP under a GFLOP label", tests=COUNTERS_S_T),
     # --- roofline (09) -------------------------------------------------------------------------------
     dict(id="roofline-dram-mib", file=R, cls="unit", chapter="09",
          find='"GFLOP": flops / 1e9, "DRAM MB": moved / 1e6', replace='"GFLOP": flops / 1e9, "DRAM MB": moved / 2**20',
@@ -114,8 +139,8 @@ BUGS = [
          find='closest = pts.loc[pts["% of roof"].idxmax()]', replace='closest = pts.loc[pts["% of roof"].idxmin()]',
          shows="09: 'closest to its roof' names the farthest stage", tests=COUNTERS_T),
     dict(id="roofline-ridge-inverted", file=R, cls="ratio", chapter="09",
-         find='"ridge FLOP/B": matmul / copy', replace='"ridge FLOP/B": copy / matmul',
-         shows="09: the ridge point at 0.003 FLOP/B", tests=COUNTERS_T),
+         find='"ridge FLOP/B": q.ridge(matmul, copy)', replace='"ridge FLOP/B": q.ridge(copy, matmul)',
+         shows="09: the ridge point at 0.003 FLOP/B (copy roof over the calibration matmul's)", tests=ROOF_S_T),
     dict(id="roofline-direction-first-last", file=R, cls="minmax", chapter="09",
          find='first, last = rows["FLOP/B"].iloc[0], rows["FLOP/B"].iloc[-1]',
          replace='first, last = rows["FLOP/B"].iloc[-1], rows["FLOP/B"].iloc[0]',
@@ -129,9 +154,9 @@ BUGS = [
          replace="\"matmul_of_sheet\": f\"{100 * roof['copy TB/s'] / sheet['TB/s']:.0f}\" if sheet else \"—\",\n        \"copy_of_sheet\": f\"{100 * roof['matmul TFLOP/s'] / sheet['bf16 TFLOP/s']:.0f}\"",
          shows="09: the matmul and copy '% of the datasheet' swapped in the sentence", tests=COUNTERS_T),
     dict(id="roofline-roof-side", file=R, cls="compare", chapter="09",
-         find='"roof": "memory" if intensity < roof["ridge FLOP/B"] else "compute"',
-         replace='"roof": "memory" if intensity > roof["ridge FLOP/B"] else "compute"',
-         shows="09: stages under the memory roof said to be under the compute roof", tests=COUNTERS_T),
+         find='"roof": "memory" if intensity < ridge else "compute"',
+         replace='"roof": "memory" if intensity > ridge else "compute"',
+         shows="09: stages under the memory roof said to be under the compute roof", tests=ROOF_S_T),
     # --- own model (10) and the breakdown (08, 10) ---------------------------------------------------
     dict(id="own-idle-host-swapped", file=O, cls="sentence", chapter="10",
          find='"idle_pct": round(float(b["idle_pct"]), 1), "host_wait_pct": round(float(b["host_wait_pct"]), 1)',
@@ -175,9 +200,9 @@ BUGS = [
          find='round(b["gpu_time_us"] / f["gpu_time_us"], 2)', replace='round(f["gpu_time_us"] / b["gpu_time_us"], 2)',
          shows="11: 'the backward takes 0.4× the forward'", tests=TRAIN_T),
     dict(id="training-fwd-bwd-us-swapped", file=T, cls="sentence", chapter="11",
-         find='"forward GPU µs": round(f["gpu_time_us"], 1), "backward GPU µs": round(b["gpu_time_us"], 1)',
-         replace='"forward GPU µs": round(b["gpu_time_us"], 1), "backward GPU µs": round(f["gpu_time_us"], 1)',
-         shows="11: forward and backward GPU µs swapped in the phases table", tests=TRAIN_T),
+         find='"forward GPU µs (training step)": round(f["gpu_time_us"], 1),\n                     "backward GPU µs (training step)": round(b["gpu_time_us"], 1),',
+         replace='"forward GPU µs (training step)": round(b["gpu_time_us"], 1),\n                     "backward GPU µs (training step)": round(f["gpu_time_us"], 1),',
+         shows="11: forward and backward GPU µs swapped in the phases table", tests=TRAIN_S_T),
     dict(id="training-output-mb", file=T, cls="unit", chapter="11",
          find='"output MiB": round(t["output_bytes"] / MIB, 1)', replace='"output MiB": round(t["output_bytes"] / 1e6, 1)',
          shows="11: what autograd keeps: 'output MiB' in MB", tests=TRAIN_T),
@@ -221,20 +246,22 @@ BUGS = [
          replace='xs = [d.get("backward FLOP/byte"), d.get("forward FLOP/byte")]',
          shows="11: the fwd/bwd roofline points swapped in x", tests=TRAIN_T),
     dict(id="training-right-of-ridge", file=T, cls="compare", chapter="11",
-         find='fused = w[w["backward FLOP/byte"] > work.attrs["ridge"]]', replace='fused = w[w["backward FLOP/byte"] < work.attrs["ridge"]]',
-         shows="11: 'right of the ridge' names the stages left of it", tests=TRAIN_T),
+         find='fused = w[w["backward FLOP/byte"] > ridge]', replace='fused = w[w["backward FLOP/byte"] < ridge]',
+         shows="11: 'right of the ridge' names the stages left of it", tests=TRAIN_S_T),
     dict(id="training-timer-ratio-inverted", file=T, cls="ratio", chapter="11",
-         find='"do_bench / profiler": round(p.do_bench_us / float(s["gpu_time_us"]), 2)',
-         replace='"do_bench / profiler": round(float(s["gpu_time_us"]) / p.do_bench_us, 2)',
-         shows="11: the two timers' ratio inverted", tests=TRAIN_T),
+         find='"step do_bench / profiler": round(p.do_bench_us / float(s["gpu_time_us"]), 2)',
+         replace='"step do_bench / profiler": round(float(s["gpu_time_us"]) / p.do_bench_us, 2)',
+         shows="11: the two timers' ratio inverted", tests=TRAIN_S_T),
     # --- the in-browser guess judge (every chapter) ---------------------------------------------------
-    dict(id="guessjs-micro-sign", file=G, cls="js", chapter="all",
-         find='const UNIT_CHARACTERS = WHITESPACE + "×xX%µusμ";', replace='const UNIT_CHARACTERS = WHITESPACE + "×xX%usμ";',
-         shows="'12 µs' (the micro sign) refused as 'not a number' in the browser only", tests=GUESS_T),
-    dict(id="guessjs-status-words", file=G, cls="js", chapter="all",
-         find='missing: "missing from your guess", extra: "not in the trace"',
-         replace='missing: "not in the trace", extra: "missing from your guess"',
-         shows="a kernel the reader left out is shown as 'not in the trace'", tests=GUESS_T),
+    dict(id="guessjs-micro-sign", file=GP, cls="js", chapter="all",
+         find='"ns": 1e-3, "µs": 1.0, "μs": 1.0,', replace='"ns": 1e-3, "μs": 1.0,',
+         shows="'12 µs' (the micro sign, U+00B5) refused as not in µs: the 'duplicate' spelling dropped from the units "
+               "table the browser's judge reads", tests=GUESS_S_T),
+    dict(id="guessjs-status-words", file=GP, cls="js", chapter="all",
+         find='"missing": "missing from your guess", "extra": "not in the trace"',
+         replace='"missing": "not in the trace", "extra": "missing from your guess"',
+         shows="a kernel the reader left out is shown as 'not in the trace' (the words the browser's judge reads)",
+         tests=GUESS_S_T),
     dict(id="guessjs-some-matched", file=G, cls="js", chapter="all",
          find='const right = items.every((item) => item.status === "matched");',
          replace='const right = items.some((item) => item.status === "matched");',
@@ -259,9 +286,8 @@ BUGS = [
          find='return k.loc[k["dur_us"].idxmax()]', replace='return k.loc[k["dur_us"].idxmin()]',
          shows="07: 'the longest kernel' is the shortest", tests=OCC_T),
     dict(id="occ-tflops-ms", file=OL, cls="unit", chapter="07",
-         find='"attention TFLOP/s": round(prof.shape.attention_flops / (gpu_us * 1e-6) / 1e12, 1)',
-         replace='"attention TFLOP/s": round(prof.shape.attention_flops / (gpu_us * 1e-3) / 1e12, 1)',
-         shows="07: attention TFLOP/s 1000× too small", tests=OCC_T),
+         find='round(q.model_tflops(prof.shape, gpu_us), 1)', replace='round(q.model_tflops(prof.shape, gpu_us * 1e3), 1)',
+         shows="07: model TFLOP/s 1000× too small (the time handed over in ns where µs is expected)", tests=OCC_S_T),
     dict(id="occ-speedup-inverted", file=OL, cls="ratio", chapter="07",
          find='"speedup": f"{nv / fl:.1f}"', replace='"speedup": f"{fl / nv:.1f}"',
          shows="07: 'flash is 0.1× faster'", tests=OCC_T),
