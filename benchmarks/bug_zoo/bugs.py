@@ -18,9 +18,11 @@ naive-swapped (math is now judged against in-place), claims-fastest-max, claims-
 split now charges each CUDA call to the innermost op), counters-gflop-mflop (the work table),
 roofline-ridge-inverted (the ridge from the ncu calibration matmul), roofline-roof-side, the three
 training-* (renamed columns), guessjs-micro-sign and guessjs-status-words (guess.py's UNITS and
-STATUSES), occ-tflops-ms (the ledger's model TFLOP/s). Six claims-* bugs sit on the wiring lines of
-claims.CHECKS / the extra stages' entries (inplace-memcpy, masking-ops, memory, math-naive, flex,
-compiled): a change to that wiring makes them "does not apply" until re-anchored.
+STATUSES), occ-tflops-ms (the ledger's model TFLOP/s). The same day the verdict registry
+(views.verdicts.verdict) replaced claims.CHECKS, and the six wiring bugs moved with it: inplace-memcpy,
+masking-ops, memory and math-naive swap the arguments inside the registered inplace_verdicts /
+math_verdicts of claims.py; flex-swapped and compiled-swapped swap the registered judge's
+parameters in flex.py and compiled.py (the registry hands the stage first, then its `needs`).
 """
 
 ZOO_T = ["tests/test_zoo_guards.py"]  # the guards written to kill this zoo's survivors (run first)
@@ -62,17 +64,18 @@ HF = "helpers/chapters/hub_flash.py"
 BUGS = [
     # --- claims: every chapter's verdicts (02, 03, 06, 06b, 06c) ---------------------------------
     dict(id="claims-inplace-memcpy-swapped", file=C, cls="swap", chapter="02",
-         find='memcpy_gone(p["inplace"], p["naive"])', replace='memcpy_gone(p["naive"], p["inplace"])',
+         find='memcpy_gone(inplace, naive)', replace='memcpy_gone(naive, inplace)',
          shows="02's verdict 'the Memcpy is gone' judged on naive against inplace: 'differs'", tests=CLAIMS_T),
     dict(id="claims-masking-ops-swapped", file=C, cls="swap", chapter="02",
-         find='fewer_masking_ops(p["inplace"], p["naive"])', replace='fewer_masking_ops(p["naive"], p["inplace"])',
+         find='fewer_masking_ops(inplace, naive)', replace='fewer_masking_ops(naive, inplace)',
          shows="02's 'fewer CPU ops in the masking step' counts the wrong roots", tests=CLAIMS_T),
     dict(id="claims-memory-swapped", file=C, cls="swap", chapter="02",
-         find='inplace_saves_memory(p["inplace"], p["naive"])', replace='inplace_saves_memory(p["naive"], p["inplace"])',
+         find='inplace_saves_memory(inplace, naive)]', replace='inplace_saves_memory(naive, inplace)]',
          shows="02: 'naive needs N MiB more than inplace', the verdict turned round", tests=CLAIMS_T),
     dict(id="claims-math-naive-swapped", file=C, cls="swap", chapter="03",
-         find='math_slower_than_inplace(p["sdpa_math"], p["inplace"])', replace='math_slower_than_inplace(p["inplace"], p["sdpa_math"])',
-         shows="03: the math/in-place ratio shown inverted and the verdict flipped (wiring line of CHECKS)", tests=CLAIMS_S_T),
+         find='math_slower_than_inplace(math, inplace)', replace='math_slower_than_inplace(inplace, math)',
+         shows="03: the math/in-place ratio shown inverted and the verdict flipped (the registered math_verdicts)",
+         tests=CLAIMS_S_T),
     dict(id="claims-math-ratio-inverted", file=C, cls="ratio", chapter="03",
          find='ratio = m["gpu_time_us"] / n["gpu_time_us"]', replace='ratio = n["gpu_time_us"] / m["gpu_time_us"]',
          shows="03: 'sdpa_math … 0.27×' where math is 3.7× naive", tests=CLAIMS_T),
@@ -98,12 +101,14 @@ BUGS = [
          find='own[holders["depth"].idxmax()] -= dur', replace='own[holders["depth"].idxmin()] -= dur',
          shows="06: the CPU split charges each CUDA call to the outermost op (attn_fwd's own), not the innermost that made it",
          tests=CLAIMS_S_T),
-    dict(id="claims-flex-swapped", file=C, cls="swap", chapter="06c",
-         find='flex_verdicts(p["flex"], p["sdpa_flash"])', replace='flex_verdicts(p["sdpa_flash"], p["flex"])',
-         shows="the closing table's flex verdicts judged on flash", tests=CLAIMS_T + CF_T[1:]),
-    dict(id="claims-compiled-swapped", file=C, cls="swap", chapter="06b",
-         find='compiled_verdicts(p["naive_compiled"], p["naive"])', replace='compiled_verdicts(p["naive"], p["naive_compiled"])',
-         shows="the closing table's torch.compile verdicts judged on naive", tests=CLAIMS_T + CF_T[1:]),
+    dict(id="claims-flex-swapped", file=FL, cls="swap", chapter="06c",
+         find='def verdict_list(flex: Profile, flash: Profile)', replace='def verdict_list(flash: Profile, flex: Profile)',
+         shows="the closing table's flex verdicts judged on flash (the registered judge's parameters in the wrong order)",
+         tests=CLAIMS_T + CF_T[1:]),
+    dict(id="claims-compiled-swapped", file=CO, cls="swap", chapter="06b",
+         find='def verdict_list(compiled: Profile, naive: Profile)', replace='def verdict_list(naive: Profile, compiled: Profile)',
+         shows="the closing table's torch.compile verdicts judged on naive (the registered judge's parameters in the wrong order)",
+         tests=CLAIMS_T + CF_T[1:]),
     # --- counters (05, 07, 09) ---------------------------------------------------------------------
     dict(id="counters-read-mb-column", file=K, cls="column", chapter="05",
          find='"read MB": t["dram_read_bytes"].sum() / MB', replace='"read MB": t["dram_write_bytes"].sum() / MB',
