@@ -192,13 +192,15 @@ def render(rows: list[dict]) -> None:
              "work edits no existing test, so that result stands). A \"before\" run leaves the guards out "
              "(`--without-guards`). Seconds are wall time on the shared 2-core machine, which ran up to four "
              "of these at once beside other sessions (load 10–13): read them as an upper bound.", "",
-             "**after2 2026-12-05 @ 934c803** (the latest after run): every bug in one targeted run of its own "
-             "test files, the guards first, on main at 934c803 (the suite and the guards together: no "
-             "combining). Twelve bugs whose code had moved were re-anchored that day to the code that now "
-             "computes the same figure (`bugs.py`'s docstring says which); the older rows of those twelve "
-             "were planted on the old code. **no-guards 2026-12-05 @ 934c803** runs those twelve against the "
-             "same test files without the guards (`--without-guards`): today's suite, tests/independent "
-             "included, so it is not the before run of the old code.", "",
+             "**after2 2026-12-05 @ 934c803** and **after3 2026-12-05 @ 69e93fc** (the latest): every bug in "
+             "one targeted run of its own test files, the guards first (the suite and the guards together: no "
+             "combining), on main at that commit. Twelve bugs whose code had moved were re-anchored that day to "
+             "the code that now computes the same figure, and for after3 the six wiring bugs followed the "
+             "verdict registry that replaced claims.CHECKS (`bugs.py`'s docstring says which); the older rows "
+             "of those bugs were planted on the old code. **no-guards 2026-12-05** runs the re-anchored bugs (twelve "
+             "at 934c803, seventeen at 69e93fc) against the same test files without the guards "
+             "(`--without-guards`): today's suite, tests/independent included, so it is not the before run of "
+             "the old code.", "",
              "**--full is not reported here.** Tried once for training-first-oom-max (before and after), both "
              "runs stopped (-x, ~8 min) at tests that fail in any copy of the tree, whatever the bug: "
              "tests/test_colab.py::test_a_notebook_alone_fetches_the_helpers_and_runs and "
