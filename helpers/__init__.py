@@ -7,7 +7,8 @@
 
     from helpers import counters, roofline   # the pages' modules: handed data, never a fetcher
     c = counters.show(s.counters(["naive", "sdpa_flash"]))
-    roof = roofline.load_ceilings(c, *s.ceilings())
+    recorded, measured = s.ceilings()
+    roof = roofline.load_ceilings(c, recorded, measured)
 
     from helpers import profile_stage
     prof = profile_stage("naive")        # live on a GPU, else the recorded trace

@@ -3,7 +3,8 @@
 shared memory, occupancy and time, each computed from the two traces.
 
     from helpers import Session, hub
-    hf = hub.page(*Session().hub_flash())   # the trace, what it is, and why it is not live
+    prof, status, loaded, stand_in = Session().hub_flash()
+    hf = hub.page(prof, status, loaded, stand_in)   # the trace, what it is, and why it is not live
 """
 from __future__ import annotations
 

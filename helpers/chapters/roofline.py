@@ -10,7 +10,8 @@ times the intensity. The datasheet's figures are drawn too, labelled as the data
     from helpers import Session, counters, roofline
     s = Session()
     c = counters.show(s.counters(stages))
-    roof = roofline.load_ceilings(c, *s.ceilings())
+    recorded, measured = s.ceilings()
+    roof = roofline.load_ceilings(c, recorded, measured)
     times = roofline.timings(s.timed(c))
     pts = roofline.points(c, roof, times)
     roofline.chart(pts, roof, roofline.kernel_points(c, roof))

@@ -89,8 +89,10 @@ class Session:
         return training_counters(self.replay_set.gpu)
 
     def counters(self, stages: Sequence[str], sweep: Sequence[Shape] = (),
-                 sweep_stages: Sequence[str] | None = None, quiet: bool = False):
-        """Nsight Compute's counters of the stages' forwards (sources.counters.collect)."""
+                 sweep_stages: Sequence[str] | None = None, quiet: bool = True):
+        """Nsight Compute's counters of the stages' forwards (sources.counters.collect). Quiet by
+        default: a page shows where they come from with `counters.show(...)` (a folded note);
+        quiet=False prints it in words, outside a page."""
         from .counters import collect
         return collect(stages, sweep, sweep_stages, mode=self._mode(), gpu=self.gpu, quiet=quiet)
 

@@ -12,7 +12,8 @@ cent of the SM's warp slots."""
 import pytest
 from urllib.parse import parse_qs, urlsplit
 
-from helpers import occupancy_calculator
+from helpers import Session, occupancy_calculator
+from helpers.occupancy.charts import traced_kernels
 from helpers.occupancy.calculator import occupancy
 
 from . import raw
@@ -77,7 +78,7 @@ def default_kernels():
 
 
 def test_the_presets_are_the_traced_launches():
-    data = occupancy_calculator.calculator_data()
+    data = occupancy_calculator.calculator_data(traced_kernels(Session(mode="replay").recorded()))
     want = default_kernels()
     got = {(p["name"], p["registers"], p["threads"], p["sharedMemory"]): sorted(p["stages"].split(", "))
            for p in data["presets"]}
@@ -91,7 +92,7 @@ def test_the_presets_are_the_traced_launches():
 
 
 def test_kernel_links_carry_the_traced_launch_and_its_occupancy():
-    links = occupancy_calculator.kernel_links()
+    links = occupancy_calculator.kernel_links(Session(mode="replay").recorded())
     want = default_kernels()
     assert len(links.rows) == len(want)
     for r in links.rows:
