@@ -6,15 +6,15 @@ Units: `µs` columns µs (raw `dur`; do_bench's per-call median as the provenanc
 bound: by the GPU where do_bench ≤ 1.1 × GPU time, else by the CPU (the glossary's line)."""
 import pytest
 
-from helpers import ARTICLE_STAGES, charts, closing_stages, profile_stages, prose, recorded_shapes, \
-    shape_explorer, sweep, tables
+from helpers import ARTICLE_STAGES, Session, charts, prose, shape_explorer, tables
 
 from . import raw
 
 
 @pytest.fixture(scope="module")
 def profiles():
-    return profile_stages(closing_stages(), mode="replay")
+    s = Session(mode="replay")
+    return s.stages(s.closing_stages())
 
 
 def fwd(stage, shape=raw.DEFAULT):
@@ -77,7 +77,7 @@ def test_glue_timer(profiles):
 
 def test_shape_explorer_tables():
     """Every recorded shape's table: GPU events, GPU µs, CPU µs and do_bench µs of each stage."""
-    explorer = shape_explorer(list(ARTICLE_STAGES))
+    explorer = shape_explorer(Session(mode="replay"), list(ARTICLE_STAGES))
     assert explorer.tables
     for key, table in explorer.tables.items():
         for stage, row in table.iterrows():
@@ -90,8 +90,9 @@ def test_shape_explorer_tables():
 
 def test_sweep_lines_points():
     stages = ["naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "naive_compiled", "flex", "flex_sliding"]
-    shapes = sorted({s for s in recorded_shapes("sdpa_flash") if s.head_dim == 64}, key=lambda s: s.seq)
-    fig = charts.sweep_lines(sweep(stages, shapes, mode="replay"))
+    s = Session(mode="replay")
+    shapes = sorted({sh for sh in s.shapes("sdpa_flash") if sh.head_dim == 64}, key=lambda sh: sh.seq)
+    fig = charts.sweep_lines(s.sweep(stages, shapes))
     assert [t.name for t in fig.data] == stages
     for trace in fig.data:
         assert list(trace.x) == [s.seq for s in shapes]
