@@ -10,6 +10,13 @@ falls back to (`ReplaySet`), so one GPU has one spelling and one folder:
     s.decision.reason                 # why live or replay, in words
     s.stages(["naive", "sdpa_flash"])   # Profiles, with the one-line banner
 
+Chapters, views and occupancy never fetch: a notebook asks its session and hands them what it got
+(Profiles, tables). Besides the stages: `counters`, `forwards(counters)` (the stages' forwards on
+the counters' GPU), `timed(counters)` (09's timed forwards), `ceilings`, `grid`/`sweep` (stages
+by shapes), `recorded` (the replay set's forwards, the calculator's presets), `shapes`,
+`ncu_shapes`, `closing_stages`, `load_stages`, `smem_cliff`, `hub_flash`, `own_model`,
+`own_model_trace`, `training`, `memory`, `snapshots`, `training_counters`, `inplace`.
+
 `fetch(what, live, recorded)` is the policy itself: `live()` where the decision is live, else
 `recorded()`; in "auto" mode a live attempt that cannot run here (StageUnavailable, or what the
 caller names in `fallback_on`) falls back to the recording and says why; in "live" mode it raises.
