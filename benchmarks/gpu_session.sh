@@ -4,7 +4,7 @@
 #   record     record the replay set (notebooks/traces) and the do_bench comparison
 #   ceilings   this GPU's bf16 matmul and device-to-device copy ceilings (do_bench)
 #   own_model  the "Your own model" traces and the large benchmark traces
-#   ncu        Nsight Compute's counters for every stage (needs ncu)
+#   ncu        Nsight Compute's counters for the stages the registry marks has_ncu (needs ncu)
 #   tests      the GPU tests, and the table tests against the traces just recorded
 #   notebooks  execute every notebook live with nbclient, as the book's build does: from a cold
 #              cache, then warm (PASSES="cold warm"), per notebook and per cell over SLOW_CELL s;
@@ -28,8 +28,11 @@ took() { times+=("$1 $(( $(date +%s) - $2 )) s"); }
 
 if step record; then
   t=$(date +%s)
-  # hub_flash needs the Hub or a local kernel (tools/build_local_flash_attn.py); record it separately
-  python3 tools/record.py --sweep --stages naive inplace sdpa_math sdpa_efficient sdpa_flash sdpa_cudnn sdpa_auto naive_compiled flex flex_sliding 2>&1 | grep -v "Profiler clears events\|_warn_once" | tee "$OUT/record.log"
+  # every registered stage but those with a hook module: hub_flash needs the Hub or a local kernel
+  # (tools/build_local_flash_attn.py); record it separately
+  stages=$(python3 -c 'from helpers.core.stages import stages_where; print(*stages_where(hook=None))')
+  # shellcheck disable=SC2086  # one stage name per word
+  python3 tools/record.py --sweep --stages $stages 2>&1 | grep -v "Profiler clears events\|_warn_once" | tee "$OUT/record.log"
   took record "$t"
 fi
 

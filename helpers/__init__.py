@@ -47,6 +47,7 @@ from .sources.session import Session
 from .core.replay_set import ReplaySet
 from .core.stages import (ARTICLE_STAGES, DEFAULT_SHAPE, STAGES, Shape, Stage, StageUnavailable,
                                get_stage)
+from .core.stages import stages_where   # every stage list a page needs: a query of the registry
 
 # the namespaces notebooks call into, as `tables.kernel_table(prof)`: name -> module
 MODULES = {
@@ -107,3 +108,4 @@ __all__ = ["Session", "ReplaySet", "ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "
            "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
            "profile_code", "profile_stage", "use_book_style", "profile_training", "profile_trainings",
            "memory_recording", "snapshots", "inplace_here", "training_counters", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]
+__all__ += ["stages_where"]

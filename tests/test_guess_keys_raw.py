@@ -108,10 +108,13 @@ def test_each_speed_key_compares_the_two_traces_gpu_time(keys):
     assert len(asked) >= 8, [q for q, _ in asked]
     for qid, key in asked:
         stage = qid.removesuffix("-speed")
-        previous = re.search(r"than (\S+)\?$", key["question"]).group(1)
+        previous = re.search(r"(?:than|as) (\S+)\?$", key["question"]).group(1)
         now = raw_per_step(raw_document(trace_of(stage))["traceEvents"])[-1][0]
         before = raw_per_step(raw_document(trace_of(previous))["traceEvents"])[-1][0]
-        assert key["answer"] == ("faster" if now < before else "slower"), qid
+        # the glossary's "about the same": within 10 % of the stage before, else faster or slower
+        expected = ("about the same (within 10%)" if abs(now / before - 1) <= 0.10
+                    else "faster" if now < before else "slower")
+        assert key["answer"] == expected, (qid, key["answer"], now, before)
         # the answer's two numbers, in µs (the chrome trace's own unit), in their order
         shown = [float(x.replace(",", "")) for x in re.findall(r"([\d,]+\.\d) µs", key["answerText"])]
         assert shown == pytest.approx([now, before], abs=0.051), (qid, key["answerText"], now, before)

@@ -4,6 +4,7 @@ back to the recordings with the reason. Expectations come from the raw ncu CSV f
 their own units row), the raw chrome traces and the raw ceilings.json; none is typed in."""
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import json
@@ -25,9 +26,9 @@ from helpers.sources.counters import collect   # what a Session's counters() cal
 
 REPLAY = Session(mode="replay")   # a notebook's session, in replay
 from test_ncu import NCU_DIR, PROVENANCE, base, number, raw
+from helpers.core.stages import stages_where  # the stage lists: queries of the registry
 
-ROOFLINE_STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn",
-                   "naive_compiled", "flex"]
+ROOFLINE_STAGES = list(stages_where(has_ncu=True, variant_of=None, dispatched=False))   # 09's stages
 CEILINGS = json.loads((ROOT / "notebooks" / "traces" / "h200" / "ceilings.json").read_text())
 TENSOR = "sm__ops_path_tensor_src_bf16_dst_fp32.sum"
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
@@ -379,13 +380,17 @@ def test_every_download_link_is_a_recorded_report():
         keys = re.findall(r"\{glue:md\}`(\w+):myst`|\{glue:md\} (\w+)\n:format: myst", text)
         assert keys, name
         pasted = {a or b for a, b in keys}
-        glued = re.findall(r"counters\.glue_reports\(\w+, (\[[^]]*\]|\{.*?\})(?:, key=\"(\w+)\")?(?:, bullets=True)?\)",
-                           text, re.S)
+        glued = re.findall(r"counters\.glue_reports\(\w+, (\[[^]]*\]|\{.*?\}|stages_where\([^)]*\))"
+                           r"(?:, key=\"(\w+)\")?(?:, bullets=True)?\)", text, re.S)
         assert {key or "ncu_reports" for _, key in glued} == pasted, name
         c = REPLAY.counters(sorted(helpers.STAGES.keys() - {"hub_flash"}), quiet=True)
         for names, key in glued:
-            wanted = re.findall(r'"(\w+)"(?=\s*[,:\]}])(?!\s*:\s*"\S)', names) if names.startswith("[") else \
-                re.findall(r'"(\w+)":', names)
+            if names.startswith("stages_where("):   # a query of the registry, its facts literal
+                call = ast.parse(names, mode="eval").body
+                wanted = list(stages_where(**{k.arg: ast.literal_eval(k.value) for k in call.keywords}))
+            else:
+                wanted = re.findall(r'"(\w+)"(?=\s*[,:\]}])(?!\s*:\s*"\S)', names) if names.startswith("[") else \
+                    re.findall(r'"(\w+)":', names)
             links = re.findall(r"<([^>]+)>`", counters.report_links(c, wanted))
             assert len(links) == len(wanted), (name, wanted, links)
             for link in links:

@@ -21,11 +21,11 @@ import pytest
 import test_built_pages as built
 from conftest import BOOK_GROUP
 from helpers import DEFAULT_SHAPE
+from helpers.core.stages import STAGES as REGISTERED  # the stage lists: queries of the registry
 
 pytestmark = BOOK_GROUP
 
-STAGE_NAMES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto",
-               "naive_compiled", "flex", "flex_sliding", "hub_flash")
+STAGE_NAMES = tuple(REGISTERED)   # every registered stage
 # column shown -> (the ledger's quantity of one forward at the default shape, factor to its base unit)
 COLUMNS = {
     "GFLOP": ("executed FLOPs", 1e9), "executed GFLOP": ("executed FLOPs", 1e9),

@@ -7,9 +7,9 @@ from helpers import get_stage, profile_stage, tables, claims
 from helpers.core.names import decode
 from helpers.views import guess
 from conftest import TRACES, raw_document, raw_last_step, raw_per_step
+from helpers.core.stages import STAGES as REGISTERED  # the stage lists: queries of the registry
 
-STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "hub_flash", "sdpa_cudnn", "sdpa_auto",
-          "naive_compiled", "flex", "flex_sliding"]
+STAGES = list(REGISTERED)   # every registered stage
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,7 @@ def test_inplace_drops_the_memcpy(profiles):
 
 
 def test_every_claim_has_a_verdict(profiles):
-    for stage in claims.CHECKS:
+    for stage in claims.VERDICTS:
         table = claims.check(stage, profiles)
         assert len(table) and table["verdict"].str.match(r"^(holds|differs: .+)$").all()
 

@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT))
 
 from helpers.sources import training  # noqa: E402
 from helpers.core.replay_set import ReplaySet  # noqa: E402
-from helpers.core.stages import DEFAULT_SHAPE, Shape, stages_where  # noqa: E402
+from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape, stages_where  # noqa: E402
 
 SNAPSHOT_SHAPE = training.SNAPSHOT_SHAPE
-SNAPSHOT_STAGES = ("naive", "sdpa_flash")
+SNAPSHOT_STAGES = stages_where(snapshot=True)   # the registry's facts (Stage.snapshot)
 NCU_STAGES = stages_where(training_ncu=True)   # the registry's facts (Stage.training_ncu)
 LADDER_CAP = 65536
 
@@ -105,7 +105,7 @@ def record_ladders(run: Run, stages, reserve: float) -> None:
             run.memory.setdefault("ladder_skipped", []).append(name)
             continue
         # an even share of what is left for the stages still to go, more for the compiled ones
-        share = left / (len(stages) - i) * (2 if name in ("naive_compiled", "flex") else 1)
+        share = left / (len(stages) - i) * (2 if STAGES[name].compiled else 1)
         started = time.perf_counter()
         try:
             rows = training.seq_ladder(name, DEFAULT_SHAPE, cap=LADDER_CAP, budget_s=min(share, left),
@@ -212,7 +212,7 @@ def main(argv=None) -> int:
     if "ladder" not in args.skip:
         # the sdpa stages first (fast), the compiled ones last (each new seq may recompile);
         # what ncu needs is kept back
-        order = sorted(args.stages, key=lambda s: s in ("naive_compiled", "flex"))
+        order = sorted(args.stages, key=lambda s: STAGES[s].compiled)
         record_ladders(run, order, reserve=0 if "ncu" in args.skip else 75)
         run.phase("ladder", time.perf_counter() - t)
     t = time.perf_counter()

@@ -3,14 +3,14 @@ with a verdict, "holds" or "differs: ...", for whatever GPU the trace comes from
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping
+from typing import Mapping
 
 import pandas as pd
 
 from ..core.profile import Profile
 from ..core.article import A100_MATH_OVER_INPLACE, A100_REFERENCE
-from .hub_flash import verdict_list as hub_verdicts
-from ..views.verdicts import Verdict, table
+from ..core.stages import STAGES
+from ..views.verdicts import VERDICTS, Verdict, table, verdict
 
 Profiles = Mapping[str, Profile]
 
@@ -344,10 +344,11 @@ def math_slower_than_inplace(math: Profile, inplace: Profile) -> Verdict:
                 f"{n['gpu_time_us']:.1f} µs: {ratio:.2f}×")
     if m["do_bench_us"] and n["do_bench_us"]:
         evidence += f" (do_bench: {m['do_bench_us'] / n['do_bench_us']:.2f}×)"
-    a100 = {s: A100_REFERENCE[s]["GPU µs"] / 1000 for s in ("sdpa_math", "inplace")}
+    a100_math = A100_REFERENCE["sdpa_math"]["GPU µs"] / 1000
+    a100_inplace = A100_REFERENCE["inplace"]["GPU µs"] / 1000
     return Verdict("the math backend is slower than the in-place three lines", evidence, ratio > 1,
                    f"math takes {ratio:.2f}× in-place's GPU time: it is faster",
-                   article=f"{A100_MATH_OVER_INPLACE}× slower ({a100['sdpa_math']:.3f} / {a100['inplace']:.3f} ms)")
+                   article=f"{A100_MATH_OVER_INPLACE}× slower ({a100_math:.3f} / {a100_inplace:.3f} ms)")
 
 
 def math_unlike_naive(math: Profile, naive: Profile) -> Verdict:
@@ -449,44 +450,51 @@ def glue_memory(inplace: Profile, naive: Profile, prefix: str = "memory") -> dic
     return values
 
 
-CHECKS: dict[str, Callable[[Profiles], list[Verdict]]] = {
-    "naive": lambda p: [hidden_memcpy(p["naive"]), gemms_on_tensor_cores(p["naive"]),
-                        launch_path_of_gemms(p["naive"])],
-    "inplace": lambda p: [memcpy_gone(p["inplace"], p["naive"]), fewer_masking_ops(p["inplace"], p["naive"]),
-                          inplace_saves_memory(p["inplace"], p["naive"])],
-    "sdpa_math": lambda p: [many_kernels(p["sdpa_math"]), math_fp32_gemms(p["sdpa_math"]),
-                            mask_rebuilt(p["sdpa_math"]), safe_softmax(p["sdpa_math"]),
-                            math_unlike_naive(p["sdpa_math"], p["naive"]),
-                            math_slower_than_inplace(p["sdpa_math"], p["inplace"])],
-    "sdpa_efficient": lambda p: [single_kernel(p["sdpa_efficient"], "CUTLASS (xformers mem-efficient)")],
-    "sdpa_flash": lambda p: [single_kernel(p["sdpa_flash"], "FlashAttention-2")],
-    "sdpa_cudnn": lambda p: [single_kernel(p["sdpa_cudnn"], "cuDNN"),
-                             no_transposes(p["sdpa_cudnn"], [p["sdpa_flash"], p["sdpa_efficient"]]),
-                             launched_by_ex(p["sdpa_cudnn"]),
-                             cudnn_cpu_heavier(p["sdpa_cudnn"], [p["sdpa_flash"], p["sdpa_efficient"]]),
-                             fastest_backend({k: p[k] for k in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")})]
-                            + ([auto_picks_fastest({k: p[k] for k in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")},
-                                                   p["sdpa_auto"])] if "sdpa_auto" in p else []),
-    "hub_flash": lambda p: hub_verdicts(p["hub_flash"], p["sdpa_flash"]),
-}
-NEEDS = {"inplace": ("naive",), "sdpa_math": ("naive", "inplace"), "sdpa_cudnn": ("sdpa_flash", "sdpa_efficient"),
-         "hub_flash": ("sdpa_flash",)}
+# --- each stage's verdicts: one registered function per stage (views.verdicts.verdict), here for
+# the article's stages and in their own chapter's module for the others (compiled, flex, hub_flash)
+
+@verdict("naive")
+def naive_verdicts(naive: Profile) -> list[Verdict]:
+    return [hidden_memcpy(naive), gemms_on_tensor_cores(naive), launch_path_of_gemms(naive)]
+
+
+@verdict("inplace", needs=("naive",))
+def inplace_verdicts(inplace: Profile, naive: Profile) -> list[Verdict | None]:
+    return [memcpy_gone(inplace, naive), fewer_masking_ops(inplace, naive), inplace_saves_memory(inplace, naive)]
+
+
+@verdict("sdpa_math", needs=("naive", "inplace"))
+def math_verdicts(math: Profile, naive: Profile, inplace: Profile) -> list[Verdict]:
+    return [many_kernels(math), math_fp32_gemms(math), mask_rebuilt(math), safe_softmax(math),
+            math_unlike_naive(math, naive), math_slower_than_inplace(math, inplace)]
+
+
+@verdict("sdpa_efficient")
+def efficient_verdicts(efficient: Profile) -> list[Verdict]:
+    return [single_kernel(efficient, "CUTLASS (xformers mem-efficient)")]
+
+
+@verdict("sdpa_flash")
+def flash_verdicts(flash: Profile) -> list[Verdict]:
+    return [single_kernel(flash, "FlashAttention-2")]
+
+
+@verdict("sdpa_cudnn", needs=("sdpa_flash", "sdpa_efficient"), optional=("sdpa_auto",))
+def cudnn_verdicts(cudnn: Profile, flash: Profile, efficient: Profile,
+                   sdpa_auto: Profile | None = None) -> list[Verdict]:
+    fused = {p.stage: p for p in (efficient, flash, cudnn)}   # the pinned fused backends, by name
+    return ([single_kernel(cudnn, "cuDNN"), no_transposes(cudnn, [flash, efficient]), launched_by_ex(cudnn),
+             cudnn_cpu_heavier(cudnn, [flash, efficient]), fastest_backend(fused)]
+            + ([auto_picks_fastest(fused, sdpa_auto)] if sdpa_auto is not None else []))
 
 
 def verdicts(stage: str, profiles: Profiles) -> list[Verdict]:
     """The verdicts on `stage`'s claims (a claim its trace cannot judge is left out)."""
-    return [v for v in CHECKS[stage](profiles) if v is not None]
+    return VERDICTS[stage](profiles)
 
-# --- beyond the article: torch.compile and FlexAttention (their pages' own modules) -------------
-from .compiled import verdict_list as compiled_verdicts  # noqa: E402
-from .flex import sliding_verdict_list as sliding_verdicts, verdict_list as flex_verdicts  # noqa: E402
-
-CHECKS |= {
-    "naive_compiled": lambda p: compiled_verdicts(p["naive_compiled"], p["naive"]),
-    "flex": lambda p: flex_verdicts(p["flex"], p["sdpa_flash"]),
-    "flex_sliding": lambda p: sliding_verdicts(p["flex_sliding"], p["flex"]),
-}
-NEEDS |= {"naive_compiled": ("naive",), "flex": ("sdpa_flash",), "flex_sliding": ("flex",)}
+# --- beyond the article: torch.compile, FlexAttention and the Hub's kernel register theirs in
+# their pages' own modules; imported here so that the registry holds every stage's verdicts
+from . import compiled, flex, hub_flash  # noqa: E402,F401
 
 
 def check(stage: str, profiles: Profiles) -> pd.DataFrame:
@@ -495,6 +503,7 @@ def check(stage: str, profiles: Profiles) -> pd.DataFrame:
 
 
 def revealed(profiles: Profiles) -> dict[str, list[Verdict]]:
-    """Every verdict of every stage that `profiles` can judge, for the closing table."""
-    return {stage: verdicts(stage, profiles) for stage in CHECKS
-            if stage in profiles and all(n in profiles for n in NEEDS.get(stage, ()))}
+    """Every verdict of every stage that `profiles` can judge (it holds the stage and the stages its
+    verdicts need), in the registry's order, for the closing table."""
+    return {stage: VERDICTS[stage](profiles) for stage in STAGES
+            if stage in VERDICTS and VERDICTS[stage].ready(profiles)}

@@ -16,7 +16,7 @@ from ..core import inductor
 from ..core.names import decode
 from ..core.profile import Profile
 from ..views.prose import glue
-from ..views.verdicts import Verdict, table
+from ..views.verdicts import Verdict, table, verdict
 
 # what Inductor's op names mean, for a reader who knows the three lines of naive code
 OP_MEANINGS = {
@@ -310,6 +310,7 @@ def _between_gemms(prof: Profile) -> pd.DataFrame:
     return e.loc[idx[0] + 1:idx[-1] - 1]
 
 
+@verdict("naive_compiled", needs=("naive",))
 def verdict_list(compiled: Profile, naive: Profile) -> list[Verdict]:
     e, n = _kernels(compiled), _kernels(naive)
     between = _between_gemms(compiled)

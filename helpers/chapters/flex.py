@@ -21,12 +21,12 @@ from plotly.subplots import make_subplots
 from ..core import inductor
 from ..core.names import decode
 from ..core.profile import Profile
-from ..core.stages import DEFAULT_SHAPE, SLIDING_WINDOW, STAGES, Shape, get_stage
+from ..core.stages import DEFAULT_SHAPE, SLIDING_WINDOW, STAGES, Shape, get_stage, stages_where
 from ..views.charts import KIND_COLORS, MUTED, _title
 from .compiled import cpu_layers, generated_code
 from ..core.bound import ABOUT_THE_SAME, GPU, LINE, SAME_WITHIN, of_call, speed_words
 from ..views.prose import glue
-from ..views.verdicts import Verdict, table
+from ..views.verdicts import Verdict, table, verdict
 
 # the shapes of the gap sweep: the article's, and the recorded seq sweep (head_dim 64)
 SWEEP_SEQS = (512, 1024, 2048, 4096)
@@ -36,6 +36,9 @@ BLOCK_COLORS = {0: "rgba(138,143,152,0.12)", 1: KIND_COLORS["softmax"], 2: KIND_
 BOTTOM_LEGEND = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
 # each stage in its one colour of the book (the registry's), as on the roofline and in chapter 11
 STAGE_COLORS = {name: stage.colour for name, stage in STAGES.items()}
+
+# this page's stages: flex and its variants (another mask), in the registry's order
+FLEX = ("flex", *stages_where(variant_of="flex"))
 
 
 def template_kernel(prof: Profile) -> pd.Series:
@@ -198,7 +201,7 @@ def cpu_share(prof: Profile) -> pd.DataFrame:
     return layers
 
 
-GAP_STAGES = ("sdpa_flash", "flex", "flex_sliding")   # the stages of the call-gap sweep
+GAP_STAGES = ("sdpa_flash", *FLEX)   # the stages of the call-gap sweep
 
 
 def gap_shapes(seqs: tuple[int, ...] = SWEEP_SEQS) -> list[Shape]:
@@ -312,7 +315,7 @@ def gap_closes(sweep: pd.DataFrame, stage: str = "flex") -> Verdict:
                    f"still {ratios[-1]:.2f}× at seq {int(rows['seq'].iloc[-1])}")
 
 
-def sweep_verdicts(sweep: pd.DataFrame, stages: tuple[str, ...] = ("flex", "flex_sliding", "sdpa_flash")) -> pd.DataFrame:
+def sweep_verdicts(sweep: pd.DataFrame, stages: tuple[str, ...] = (*FLEX, "sdpa_flash")) -> pd.DataFrame:
     """gap_closes for each stage of the sweep, as one table."""
     present = [s for s in stages if s in set(sweep["stage"])]
     return table([gap_closes(sweep, s) for s in present]).rename(columns={"the article": "this page claims"})
@@ -398,6 +401,7 @@ MASK_OPS = ("create_block_mask", "vmap", "aten::tril", "aten::triu", "aten::aran
             "aten::ones")
 
 
+@verdict("flex", needs=("sdpa_flash",))
 def verdict_list(flex: Profile, flash: Profile) -> list[Verdict]:
     e = flex.kernels()
     kernels = e[e["category"] == "kernel"]
@@ -451,6 +455,7 @@ def verdict_list(flex: Profile, flash: Profile) -> list[Verdict]:
     return out
 
 
+@verdict("flex_sliding", needs=("flex",))
 def sliding_verdict_list(sliding: Profile, causal: Profile) -> list[Verdict]:
     ks, kc = template_kernel(sliding), template_kernel(causal)
     same_launch = all(str(ks[c]) == str(kc[c]) for c in ("grid", "block", "registers_per_thread",

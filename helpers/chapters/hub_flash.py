@@ -18,7 +18,7 @@ from ..core.hub_kernel import FIX, STAGE, loaded_from
 from ..core.profile import TraceError
 from ..core.stages import DEFAULT_SHAPE, Shape
 from ..views.notes import how_recorded, not_live
-from ..views.verdicts import Verdict, table
+from ..views.verdicts import Verdict, table, verdict
 
 @dataclass
 class HubFlash:
@@ -183,6 +183,7 @@ def verdicts(hub, sdpa) -> pd.DataFrame:
     return table(verdict_list(hub, sdpa)).rename(columns={"the article": "this page claims"})
 
 
+@verdict("hub_flash", needs=("sdpa_flash",))
 def verdict_list(hub, sdpa) -> list:
     kh, ks = _kernel(hub), _kernel(sdpa)
     dh = kh["details"] if isinstance(kh["details"], dict) else {}

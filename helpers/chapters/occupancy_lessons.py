@@ -275,8 +275,8 @@ def glue_granularity(gpu, registers: int = 40, threads: int = 128) -> dict:
 
 LOW_OPTIONS = ["naive (high occupancy)", "sdpa_flash (low occupancy)"]
 
-def low_occupancy(profiles: dict[str, Profile], stages=("naive", *PINNED_BACKENDS, "flex")) -> pd.DataFrame:
-    """Per stage: GPU time of one forward, model TFLOP/s (the ledger's), and the theoretical occupancy,
+def low_occupancy(profiles: dict[str, Profile], stages=stages_where(ncu_swept=True)) -> pd.DataFrame:
+    """Per stage (by default the stages whose counters cover the sweep, one per kernel family): GPU time of one forward, model TFLOP/s (the ledger's), and the theoretical occupancy,
     register-file and shared-memory use of its longest kernel."""
     rows = []
     for stage in stages:

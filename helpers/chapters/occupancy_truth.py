@@ -21,7 +21,7 @@ from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
 from .counters import Counters
 from ..views.prose import glue
 from ..core.profile import Profile
-from ..core.stages import DEFAULT_SHAPE, Shape, get_stage
+from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, get_stage
 from ..occupancy.calculator import occupancy
 from ..occupancy.charts import limiter_label
 from ..occupancy.gpus import gpu_spec
@@ -192,7 +192,7 @@ def glue_truth(table: pd.DataFrame, prefix: str = "truth") -> dict:
     values |= {"partial": len(partial),
                "partial_max_achieved": f"{partial['ncu achieved %'].max():.0f}" if len(partial) else "—",
                "partial_min_achieved": f"{partial['ncu achieved %'].min():.0f}" if len(partial) else "—"}
-    for stage in ("sdpa_cudnn", "sdpa_flash"):
+    for stage in (s for s in STAGES if s in set(every["stage"])):   # the prose reads cuDNN and flash
         key = get_stage(stage).short
         r = main(stage)
         if r is None:

@@ -503,7 +503,7 @@ def glue_sweep(pts: pd.DataFrame) -> dict:
     cpu_long = pts[(pts["seq"] == longest) & (pts["bound by the CPU"] == True)]["stage"]  # noqa: E712
     values = {"seq_min": shortest, "seq_max": longest, "cpu_short": _and(cpu_short), "cpu_long": _and(cpu_long),
               "cpu_short_count": len(cpu_short)}
-    for stage in ("sdpa_flash", "naive", "sdpa_cudnn"):
+    for stage in (s for s in STAGES if s in set(pts["stage"])):   # the prose reads flash, naive and cuDNN
         key = get_stage(stage).short
         rows = pts[pts["stage"] == stage]
         if len(rows) < 2:

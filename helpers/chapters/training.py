@@ -19,9 +19,9 @@ from ..core.bound import LINE, of_call
 from ..core import backward as bw
 from ..core import quantities as q
 from ..core.profile import Profile
-from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, Shape
+from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, PINNED_FUSED, Shape
 from ..core.stages import STAGES as STAGES_REGISTRY
-from ..core.training_stages import TRAINING_STAGES, backward_flops, recompute_free_backward_flops
+from ..core.training_stages import FUSED, TRAINING_STAGES, backward_flops, recompute_free_backward_flops
 from ..views.charts import KIND_COLORS, MUTED, _title, reference_line
 from ..views.perfetto import trace_links
 from ..views.prose import glue
@@ -440,7 +440,7 @@ def memory_facts(memory: dict, forwards: Mapping[str, Profile] | None = None) ->
     return values
 
 
-FUSED_STAGES = ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto", "flex")
+FUSED_STAGES = FUSED   # the training stages that keep no S×S matrix (Stage.fused)
 
 
 def memory_saved(memory: dict, stage: str, seq: int = DEFAULT_SHAPE.seq) -> float:
@@ -470,9 +470,9 @@ def glue_training(profiles: Mapping[str, Profile], memory: dict, forwards: Mappi
         values[f"tr_{r.stage}_max_seq"] = f"{int(r.max_seq):,}" if r.max_seq == r.max_seq and r.max_seq else "none"
     # glued as the prose reads them (the tie's list is the guess's, the prose has it as one string)
     values |= {f"tr_{k}": v for k, v in answers(profiles, memory).items() if not isinstance(v, list)}
-    # the backward's kernels by library, for the prose on flash and cuDNN
-    for stage in ("sdpa_flash", "sdpa_cudnn", "naive"):
-        if stage in profiles:
+    # the backward's kernels by library, every stage's (the prose reads flash's, cuDNN's and naive's)
+    for stage in profiles:
+        if stage in TRAINING_STAGES:
             e = bw.step_events(profiles[stage])
             e = e[e["phase"] == "backward"]
             k = e[e["category"] == "kernel"]
@@ -570,8 +570,9 @@ def glue_work(work: pd.DataFrame, kernels: pd.DataFrame | None = None) -> dict:
     return values
 
 
-# the fused backwards of the roofline section (sdpa_auto runs cuDNN's, the same kernels)
-TRAINING_FUSED = ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
+# the fused backwards of the roofline section: the pinned fused backends (sdpa_auto runs one of
+# theirs, the same kernels)
+TRAINING_FUSED = tuple(s for s in PINNED_FUSED if s in TRAINING_STAGES)
 
 
 def _glue_limits(w: pd.DataFrame, kernels: pd.DataFrame, roof: dict) -> dict:

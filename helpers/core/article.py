@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .stages import ARTICLE_STAGES
+
 ARTICLE_GPU = "the article's A100"
 # what a cell says where the article gives no figure for a stage (its closing table's stages) or
 # never profiled it (the stages this book adds)
 NOT_GIVEN = "not given"
 NOT_IN_ARTICLE = "not in the article"
-ARTICLE_STAGE_NAMES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
 
 # per forward, as the article reports them: the fused SDPA backends' "CUDA avg time" and "CPU avg
 # time" (its cuDNN section), and the in-place and math stages' "*_fwd CUDA time avg" (its math
@@ -32,7 +33,7 @@ def reference_columns(stages) -> pd.DataFrame:
     rows = {}
     for s in stages:
         given = A100_REFERENCE.get(s, {})
-        blank = NOT_GIVEN if s in ARTICLE_STAGE_NAMES else NOT_IN_ARTICLE
+        blank = NOT_GIVEN if s in ARTICLE_STAGES else NOT_IN_ARTICLE
         rows[s] = {c: given.get(c, blank) for c in ("GPU µs", "CPU µs")}
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=["GPU µs", "CPU µs"]).astype(object)
     frame.columns = [f"{ARTICLE_GPU}: {c}" for c in frame.columns]

@@ -6,7 +6,9 @@
                                the shared-memory experiment and the training chapter all switch
                                together (helpers.core.replay_set.ReplaySet)
     ATTN_PROFILED_REPLAY_DIR   the folder holding the replay sets, one per GPU (default
-                               notebooks/traces; a test points it at a temporary copy)
+                               notebooks/traces of the repository, else the copy an installed
+                               wheel carries, helpers/replay_sets: a notebook opened alone, as
+                               Colab opens it; a test points it at a temporary copy)
     ATTN_PROFILED_CACHE        where live measurements are cached, one folder per GPU and torch
                                (default: <tmp>/attention_profiled); ATTN_PROFILED_NCU_CACHE, its
                                former name, still works
@@ -21,8 +23,18 @@ import os
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]   # the repository
-REPLAY_DIR = ROOT / "notebooks" / "traces"   # <gpu>/ is one GPU's replay set
+ROOT = Path(__file__).resolve().parents[2]   # the repository (installed from a wheel: site-packages' parent)
+REPOSITORY_REPLAY_DIR = ROOT / "notebooks" / "traces"   # <gpu>/ is one GPU's replay set
+PACKAGED_REPLAY_DIR = Path(__file__).resolve().parents[1] / "replay_sets"   # the wheel's copy (setup.py)
+
+
+def default_replay_dir(repository: Path = REPOSITORY_REPLAY_DIR, packaged: Path = PACKAGED_REPLAY_DIR) -> Path:
+    """The repository's notebooks/traces where it is there (a checkout: the book's build, a Space,
+    an editable install), else the copy of it the installed package carries (Colab)."""
+    return repository if repository.is_dir() or not packaged.is_dir() else packaged
+
+
+REPLAY_DIR = default_replay_dir()
 DEFAULT_GPU = "h200"
 MODES = ("auto", "live", "replay")
 
@@ -38,7 +50,8 @@ def replay_gpu(gpu: str | None = None) -> str:
 
 
 def replay_root() -> Path:
-    """The folder of the replay sets, one per GPU: ATTN_PROFILED_REPLAY_DIR, else notebooks/traces."""
+    """The folder of the replay sets, one per GPU: ATTN_PROFILED_REPLAY_DIR, else notebooks/traces
+    (the packaged copy where the package was installed without the repository)."""
     root = os.environ.get("ATTN_PROFILED_REPLAY_DIR")
     return Path(root) if root else REPLAY_DIR
 

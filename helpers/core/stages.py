@@ -126,7 +126,8 @@ class Stage:
     # the start of the claim whose verdict, computed from the trace, backs the lesson there
     lesson_claim: str = ""
     # what is recorded of it and where it is compared: every stage list is a query of these
-    # (`stages_where`), so a new stage is one register() call and its recordings
+    # (`stages_where`), so a new stage is one register() call, its verdicts (one @verdict function,
+    # helpers/views/verdicts.py) and its recordings (tools/record_all.py)
     swept: bool = True              # recorded at every sweep shape (tools/record.py --sweep)
     has_ncu: bool = True            # Nsight Compute's counters at the article's shape (record_ncu)
     ncu_swept: bool = False         # its counters at every sweep seq too (record_ncu; the roofline's sweep)
@@ -134,6 +135,10 @@ class Stage:
     training_ncu: bool = False      # its backward under ncu (tools/record_training.py)
     fused: bool = False             # one kernel that keeps no S×S matrix (its backward recomputes it)
     variant_of: str | None = None   # another mask or binary of that stage: left out of the cross-stage pages
+    repeats: str | None = None      # the stage whose kernels it runs again (less a copy): one line of the two in a sweep chart
+    dispatched: bool = False        # no backend pinned: SDPA picks one at run time, so its kernels are a pinned stage's
+    in_article: bool = False        # the source article profiled it (its closing table, chapter 8's shape explorer)
+    snapshot: bool = False          # chapter 11 records its training step's memory snapshot (tools/record_training.py)
 
     def __post_init__(self) -> None:
         if not self.short:
@@ -240,7 +245,7 @@ register(Stage(
     "naive", "Naive attention", "matmul, scale, out-of-place masked_fill, softmax, matmul",
     naive_forward, naive_mask=True,
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
-    ncu_swept=True, training_ncu=True,
+    ncu_swept=True, training_ncu=True, in_article=True, snapshot=True,
     short="naive", colour=KIND_COLORS["masked_fill"], symbol="circle",
     lesson='an out-of-place masked_fill hides a full copy of the scores, a Memcpy no line of code asked for',
     lesson_claim='out-of-place masked_fill copies the scores first'))
@@ -248,7 +253,7 @@ register(Stage(
     "inplace", "In-place masking", "masked_fill_ writes into the scores instead of a copy",
     inplace_forward, naive_mask=True,
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
-    training_ncu=True,
+    training_ncu=True, in_article=True, repeats="naive",
     short="inplace", colour=KIND_COLORS["mask"], symbol="x-thin-open",
     lesson='masking in place saves one copy of the scores, not a kernel',
     lesson_claim='masked_fill_ writes in place'))
@@ -256,7 +261,7 @@ register(Stage(
     "sdpa_math", "SDPA, math backend", "F.scaled_dot_product_attention pinned to MATH",
     sdpa_forward, sdpa_backend="MATH",
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
-    ncu_swept=True, training_ncu=True,
+    ncu_swept=True, training_ncu=True, in_article=True,
     short="math", colour=KIND_COLORS["softmax"], symbol="square",
     lesson=('one API call, yet more kernels than the naive code and other ones: fp32 copies and CUDA-core '
             'matmuls, a causal mask built on every call, a safe softmax'),
@@ -266,7 +271,7 @@ register(Stage(
     sdpa_forward, Requirement("the memory-efficient kernel needs sm 8.0+ for bf16", min_capability=(8, 0)),
     sdpa_backend="EFFICIENT_ATTENTION",
     guess_kinds=("attention",),
-    ncu_swept=True, training_ncu=True, fused=True,
+    ncu_swept=True, training_ncu=True, fused=True, in_article=True,
     short="efficient", colour=KIND_COLORS["elementwise"], symbol="triangle-up",
     lesson="one fused kernel, xformers' memory-efficient attention built on CUTLASS",
     lesson_claim='one fused CUTLASS'))
@@ -276,7 +281,7 @@ register(Stage(
                               max_head_dim=256),
     sdpa_backend="FLASH_ATTENTION",
     guess_kinds=("attention",),
-    ncu_swept=True, training_ncu=True, fused=True,
+    ncu_swept=True, training_ncu=True, fused=True, in_article=True, snapshot=True,
     short="flash", colour=KIND_COLORS["attention"], symbol="diamond",
     lesson='one fused FlashAttention-2 kernel: the scores never reach HBM',
     lesson_claim='one fused FlashAttention-2 kernel'))
@@ -285,7 +290,7 @@ register(Stage(
     sdpa_forward, Requirement("cuDNN attention needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF),
     sdpa_backend="CUDNN_ATTENTION",
     guess_kinds=("attention",),
-    ncu_swept=True, training_ncu=True, fused=True,
+    ncu_swept=True, training_ncu=True, fused=True, in_article=True,
     short="cudnn", colour=KIND_COLORS["gemm"], symbol="star",
     lesson='a fused kernel cuDNN generates, and more CPU work around its launch',
     lesson_claim='cuDNN spends more CPU time per forward'))
@@ -293,7 +298,7 @@ register(Stage(
     "sdpa_auto", "SDPA, automatic choice", "no backend pinned: SDPA picks one for this GPU and shape",
     sdpa_forward,
     guess_kinds=("attention",),
-    training_ncu=True, fused=True,
+    training_ncu=True, fused=True, dispatched=True,
     short="auto", colour=KIND_COLORS["reduce"], symbol="star-open",
     lesson='the backend SDPA picks by itself for this GPU and shape',
     lesson_claim="with no backend pinned, SDPA picks the fastest backend"))
@@ -379,14 +384,10 @@ register(Stage(
     lesson='a sliding-window block mask skips the blocks no query sees',
     lesson_claim='its cost follows the blocks it visits'))
 
-ARTICLE_STAGES = ("naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
-# the stages that pin one SDPA backend, in the registry's order (math, efficient, flash, cuDNN)
-PINNED_BACKENDS = tuple(name for name, stage in STAGES.items() if stage.sdpa_backend)
-
-
 def stages_where(**facts) -> tuple[str, ...]:
     """The registered stages whose facts (Stage's fields: swept, has_ncu, ncu_swept, has_training,
-    training_ncu, fused, variant_of, ...) have these values, in the registry's order:
+    training_ncu, fused, variant_of, repeats, dispatched, in_article, snapshot, ...) have these
+    values, in the registry's order:
     ``stages_where(has_training=True, fused=True)``. Every stage list of the book is one."""
     for name in facts:
         if name not in Stage.__dataclass_fields__:
@@ -418,3 +419,12 @@ register(Stage(
     lesson=('upstream FlashAttention-2 outside PyTorch, as the Hub ships it: the same algorithm, another binary '
             '(replayed, a build of the same source, not the Hub\'s download)'),
     lesson_claim='the same kernel takes about the same GPU time'))
+
+
+# --- the stage lists every page and recorder uses: queries of the registry, after the last
+# register() (a stage registered above this line is in each list its facts put it in) -----------
+ARTICLE_STAGES = stages_where(in_article=True)   # the source article's six
+# the stages that pin one SDPA backend, in the registry's order (math, efficient, flash, cuDNN)
+PINNED_BACKENDS = tuple(name for name, stage in STAGES.items() if stage.sdpa_backend)
+# of those, the fused ones: the backends that race for the fastest (efficient, flash, cuDNN)
+PINNED_FUSED = tuple(name for name in PINNED_BACKENDS if STAGES[name].fused)

@@ -28,7 +28,7 @@ from typing import Callable, Sequence, TypeVar
 
 from ..core.errors import StageUnavailable
 from ..core.replay_set import ReplaySet
-from ..core.stages import DEFAULT_SHAPE, STAGES, Shape
+from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, stages_where
 from . import modes
 from .modes import Decision, decide
 
@@ -85,7 +85,7 @@ class Session:
         from .training_modes import memory_recording
         return memory_recording(self.replay_set.gpu)
 
-    def snapshots(self, stages: Sequence[str] = ("naive", "sdpa_flash"), memory: dict | None = None) -> dict:
+    def snapshots(self, stages: Sequence[str] = stages_where(snapshot=True), memory: dict | None = None) -> dict:
         """The memory snapshots: taken live, else recorded."""
         from .training_modes import snapshots
         return snapshots(tuple(stages), self._mode(), memory, gpu=self.gpu)

@@ -13,7 +13,7 @@ from ..core import backward as bw
 from ..core import config, replay_set
 from ..core.errors import TraceError
 from ..core.profile import Profile
-from ..core.stages import DEFAULT_SHAPE, Shape
+from ..core.stages import DEFAULT_SHAPE, Shape, stages_where
 from . import ncu
 from .modes import live_or_recorded, resolve_mode, stages_banner
 from .training import SNAPSHOT_SHAPE, TRAINING_STAGES, inplace_under_autograd, memory_snapshot
@@ -130,7 +130,7 @@ def memory_recording(gpu: str | None = None) -> dict:
     return memory
 
 
-def snapshots(stages=("naive", "sdpa_flash"), mode: str = "auto", memory: dict | None = None,
+def snapshots(stages=stages_where(snapshot=True), mode: str = "auto", memory: dict | None = None,
               gpu: str | None = None) -> dict:
     """{stage: (snapshot pickle bytes, marks, where)}: taken live on a GPU, else the recordings
     (`gpu`: that GPU's)."""

@@ -9,6 +9,7 @@ import pytest
 from helpers import ARTICLE_STAGES, Session, charts, prose, shape_explorer, tables
 
 from . import raw
+from helpers.core.stages import stages_where  # the stage lists: queries of the registry
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def test_shape_explorer_tables():
 
 
 def test_sweep_lines_points():
-    stages = ["naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "naive_compiled", "flex", "flex_sliding"]
+    stages = list(stages_where(swept=True, repeats=None, dispatched=False))   # 08's sweep
     s = Session(mode="replay")
     shapes = sorted({sh for sh in s.shapes("sdpa_flash") if sh.head_dim == 64}, key=lambda sh: sh.seq)
     fig = charts.sweep_lines(s.sweep(stages, shapes))

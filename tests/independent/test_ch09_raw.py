@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from . import _raw
+from helpers.core.stages import stages_where  # the stage lists: queries of the registry
 
-STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "naive_compiled", "flex"]
+STAGES = list(stages_where(has_ncu=True, variant_of=None, dispatched=False))   # 09's stages
 KEY = "b8_h16_s1024_d64_bfloat16_causal"
 MODEL = 4 * 8 * 16 * 1024**2 * 64 / 2      # 4·B·H·S²·D, halved for the causal mask
 

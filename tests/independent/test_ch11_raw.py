@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from . import _raw
+from helpers.core.stages import stages_where  # the stage lists: queries of the registry
 
-FUSED = ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
+FUSED = stages_where(fused=True, in_article=True)   # the article's fused backends
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +117,7 @@ def test_the_memory_wall_counts_q_k_v_and_do():
         expected[stage] = (-B + np.sqrt(B * B + 4 * A * total)) / (2 * A) if A > 1e-6 else total / B
     from helpers import training
     g = training.memory_facts(memory)
-    for stage in ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "flex"):
+    for stage in stages_where(has_training=True, fused=True, dispatched=False):
         assert g[f"tr_{stage}_wall_m"] == f"{expected[stage] / 1e6:.2f}"
     assert g["tr_wall_past_million"] == "flex"
     assert round(expected["sdpa_flash"] / 1e4) == 76 and round(expected["sdpa_cudnn"] / 1e4) == 91
@@ -136,7 +137,7 @@ def test_what_sets_the_peak_is_not_only_what_is_kept():
     assert g["tr_naive_kept_per_score"] == f"{kept:.0f}" == "2"
     lse = 8 * 16 * 1024 * 4
     shares = [100 * lse / r["peak_bytes"] for r in memory["ladder"] if r.get("seq") == 1024 and r.get("status") == "ok"
-              and r["stage"] in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto", "flex")]
+              and r["stage"] in stages_where(has_training=True, fused=True)]
     assert g["tr_lse_pct_min"] == f"{min(shares):.1f}" and g["tr_lse_pct_max"] == f"{max(shares):.1f}"
 
 

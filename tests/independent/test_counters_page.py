@@ -8,8 +8,9 @@ import pytest
 from helpers import Session, counters
 
 from . import raw
+from helpers.core.stages import stages_where  # the stage lists: queries of the registry
 
-STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"]
+STAGES = list(stages_where(in_article=True))   # 05's counters: the article's stages
 NCU = raw.TRACES / "ncu"
 
 

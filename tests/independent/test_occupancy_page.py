@@ -12,6 +12,7 @@ from helpers import Session, occupancy_lessons as lessons
 from helpers import occupancy_truth as truth
 
 from . import raw
+from helpers.core.stages import stages_where  # the stage lists: queries of the registry
 
 NCU = raw.TRACES / "ncu"
 
@@ -203,7 +204,7 @@ def test_truth_table_against_ncu_and_the_rules(profiles):
     assert g["kernels"] == len(distinct) and g["stages"] == len(profiles)
     assert g["cupti_zero"] == sum(e["args"]["est. achieved occupancy %"] == 0 for e in distinct.values())
     # the chart: bars at ncu's achieved, the rules' theoretical and CUPTI's estimate, per label
-    fig = truth.chart(t, ["naive", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "flex"])
+    fig = truth.chart(t, ["naive", *stages_where(fused=True, variant_of=None, dispatched=False)])   # 07's
     by = {tr.name: tr for tr in fig.data}
     labels = list(by["achieved (ncu, measured)"].y)
     lookup = {r["label"]: r for _, r in t.iterrows()} | {r["stage"]: r for _, r in t.iterrows()}

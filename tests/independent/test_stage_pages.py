@@ -11,9 +11,9 @@ from helpers import charts, prose, profile_stage, tables
 from helpers.chapters import claims
 
 from . import raw
+from helpers.core.stages import STAGES as REGISTERED  # the stage lists: queries of the registry
 
-STAGES = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto",
-          "naive_compiled", "flex", "flex_sliding", "hub_flash"]
+STAGES = list(REGISTERED)   # every registered stage
 # each chapter's `profiles` (its notebook's profile_stages call) and its own stage
 PAGES = {"01_naive": (["naive"], "naive"), "02_inplace": (["naive", "inplace"], "inplace"),
          "03_sdpa_math": (["naive", "inplace", "sdpa_math"], "sdpa_math"),
