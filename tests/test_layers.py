@@ -275,8 +275,9 @@ def test_no_page_module_reads_a_file(module):
 
 
 def fetchers(source: str) -> list[str]:
-    """Every function parameter that fetches: annotated as a Callable or a Session, or called by
-    the function it is handed to (`fetch(stage, shape)`), as `function(parameter)`."""
+    """Every function parameter that fetches: annotated as a Session, annotated as a Callable (but
+    for a decorator's, which it hands back: `register(judge)` returns `judge`), or called by the
+    function it is handed to (`fetch(stage, shape)`), as `function(parameter)`."""
     found = []
     for fn in ast.walk(ast.parse(source)):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -285,9 +286,11 @@ def fetchers(source: str) -> list[str]:
         params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *([a.vararg] if a.vararg else []),
                   *([a.kwarg] if a.kwarg else [])]
         name = getattr(fn, "name", "lambda")
+        returned = {n.value.id for n in ast.walk(fn) if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}
         for p in params:
-            if p.annotation is not None and any(w in ast.unparse(p.annotation) for w in ("Callable", "Session")):
-                found.append(f"{name}({p.arg}: {ast.unparse(p.annotation)})")
+            shown = ast.unparse(p.annotation) if p.annotation is not None else ""
+            if "Session" in shown or ("Callable" in shown and p.arg not in returned):
+                found.append(f"{name}({p.arg}: {shown})")
         names = {p.arg for p in params}
         for node in ast.walk(fn):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
@@ -343,6 +346,7 @@ PLANTED_FETCHERS = [
     "from typing import Callable\ndef sweep(stages, fetch: Callable[[str], object]):\n    return stages\n",
     "def timings(c, *, capture=None):\n    return [capture(s) for s in c]\n",
     "def page(session: 'Session'):\n    return session\n",
+    "from typing import Callable\ndef widget(stages, on_click: Callable):\n    def run():\n        return on_click(stages)\n    return run\n",
 ]
 PLANTED_BINDINGS = [
     "import functools\nfrom .chapters import flex\nbound = {'gap_sweep': functools.partial(flex.gap_sweep, fetch=1)}\n",
@@ -367,6 +371,12 @@ def test_a_planted_read_would_be_caught(planted, tmp_path):
             test_no_page_module_reads_a_file(module)
     finally:
         del MODULES[module], GRAPH[module]
+
+
+def test_a_decorator_that_registers_a_pure_function_fetches_nothing():
+    # the verdict registry's decorator is handed the judge and hands it back: no fetching
+    assert not fetchers("from typing import Callable\ndef verdict(stage):\n    def register(judge: Callable) -> Callable:\n"
+                        "        REGISTRY[stage] = judge\n        return judge\n    return register\n")
 
 
 def test_reading_its_own_scripts_is_no_data_read():
