@@ -246,6 +246,11 @@ def test_chapter_11_roofline_points_and_the_ridge_sentence(work):
     ridge = work.attrs["ridge"]
     matmul, copy = recorded_roofs()
     assert ridge == pytest.approx(matmul / copy)  # FLOP per byte: the matmul roof over the copy roof
+    fp32, _ = recorded_roofs("float32")
+    assert work.attrs["fp32 ridge"] == pytest.approx(fp32 / copy)
+    # both ridges drawn, each at its value (vertical lines: x0 == x1)
+    drawn = sorted(s.x0 for s in fig.layout.shapes if s.x0 == s.x1)
+    assert drawn == pytest.approx(sorted([matmul / copy, fp32 / copy]))
     glued = training.glue_work(work)
     right = [s for s, r in w.iterrows() if r["backward FLOP/byte"] > ridge]
     assert glued["tr_right_of_ridge"] == ", ".join(right)
@@ -397,12 +402,13 @@ def calibration_tflops(dtype: str) -> float:
     return 2 * m * n * k / (row["us"] * 1e-6) / 1e12
 
 
-def recorded_roofs() -> tuple[float, float]:
-    """The bf16 compute roof (the ncu calibration matmul, timed as the points are) and the
-    recorded device-to-device copy roof, in TFLOP/s and TB/s."""
+def recorded_roofs(dtype: str = "bfloat16") -> tuple[float, float]:
+    """The compute roof of a pipe (its ncu calibration matmul, timed as the points are: bf16 for
+    the tensor cores, float32 for the FMA units) and the recorded device-to-device copy roof, in
+    TFLOP/s and TB/s."""
     table = json.loads((H200 / "ceilings.json").read_text())["ceilings"]
     copy = next(r["value"] for r in table if "copy" in r["ceiling"])
-    return calibration_tflops("bfloat16"), copy
+    return calibration_tflops(dtype), copy
 
 
 def do_bench_matmul() -> float:
@@ -415,6 +421,8 @@ def test_chapter_09_ceilings_and_their_sentence(roofline_run):
     _, roof, _ = roofline_run
     matmul, copy = recorded_roofs()
     assert roof["ridge FLOP/B"] == pytest.approx(matmul / copy)  # FLOP/s over bytes/s: FLOP per byte
+    fp32, _ = recorded_roofs("float32")
+    assert roof["fp32 ridge FLOP/B"] == pytest.approx(fp32 / copy)  # the FMA units' ridge
     g = roofline.glue_ceilings(roof)
     sheet = roof["datasheet"]
     assert g["matmul_of_sheet"] == f"{100 * matmul / sheet['bf16 TFLOP/s']:.0f}"
@@ -426,6 +434,7 @@ def test_chapter_09_points_units_from_the_raw_csv(roofline_run):
     c, roof, times = roofline_run
     pts = roofline.points(c, roof, times, shapes=[c.default_shape]).set_index("stage")
     matmul, copy = recorded_roofs()
+    fp32, _ = recorded_roofs("float32")
     for stage, r in pts.iterrows():
         rows = ncu_rows(stage)
         kb, kus = sum(x["bytes"] for x in rows), sum(x["us"] for x in rows)
@@ -440,9 +449,11 @@ def test_chapter_09_points_units_from_the_raw_csv(roofline_run):
         # each derived column from the row's own figures, in the units its name says
         assert r["FLOP/B"] == pytest.approx(r["GFLOP"] * 1e9 / (r["DRAM MB"] * 1e6), rel=1e-6)
         assert r["TFLOP/s"] == pytest.approx(r["GFLOP"] * 1e9 / (r["ncu µs"] * 1e-6) / 1e12, rel=1e-6)
-        roof_there = min(matmul, r["FLOP/B"] * copy)
+        # the roof of the pipe that did most of its FLOPs (sdpa_math: fp32 FFMA)
+        compute = fp32 if r["pipe"] == "fp32 FFMA" else matmul
+        roof_there = min(compute, r["FLOP/B"] * copy)
         assert r["roof TFLOP/s"] == pytest.approx(roof_there, rel=1e-6)
-        assert r["roof"] == ("memory" if r["FLOP/B"] < matmul / copy else "compute"), stage
+        assert r["roof"] == ("memory" if r["FLOP/B"] < compute / copy else "compute"), stage
 
 
 def test_chapter_09_kernel_rows_from_the_raw_csv(roofline_run):
@@ -466,7 +477,9 @@ def test_chapter_09_the_sentences_name_the_right_stages(roofline_run):
     tflops = dict(zip(pts["stage"], pts["TFLOP/s"]))
     assert g["closest"] == max(pct, key=pct.get) and g["best"] == max(tflops, key=tflops.get)
     matmul, copy = recorded_roofs()
-    assert g["memory_count"] == sum(ai < matmul / copy for ai in pts["FLOP/B"])
+    fp32, _ = recorded_roofs("float32")
+    assert g["memory_count"] == sum(ai < (fp32 if pipe == "fp32 FFMA" else matmul) / copy
+                                    for ai, pipe in zip(pts["FLOP/B"], pts["pipe"]))
     sweep = roofline.points(c, roof, times)
     s = roofline.glue_sweep(sweep)
     for stage, short in (("sdpa_flash", "flash"), ("naive", "naive")):

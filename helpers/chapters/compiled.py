@@ -119,7 +119,28 @@ def triton_source(prof: Profile, name: str | None = None) -> Markdown:
         return _missing_code(prof)
     where = "captured live just now" if prof.mode == "live" else \
         f"recorded with the trace on {prof.provenance.gpu}, torch {prof.provenance.torch}"
-    return Markdown(f"`{k.name}`, {k.lines} lines ({where}):\n\n```python\n{k.source}\n```")
+    return Markdown(f"`{k.name}`, {k.lines} lines ({where}):\n\n```python\n{reader_source(k.source)}\n```")
+
+
+# the keyword arguments of Inductor's decorator that hold its compile settings as Python dicts
+# (argument types, the GPU's properties, cache and autotuning flags): a page shows them as one comment
+_SETTINGS = re.compile(r"^(\s*)(triton_meta|inductor_meta)=.*$")
+
+
+def reader_source(source: str) -> str:
+    """Inductor's generated kernel as a reader reads it: the decorator's two dicts of compile
+    settings (`triton_meta`, `inductor_meta`, one line each) replaced by one comment saying what
+    they hold; every other line as generated."""
+    out, said = [], False
+    for line in source.splitlines():
+        m = _SETTINGS.match(line)
+        if not m:
+            out.append(line)
+        elif not said:
+            out.append(f"{m.group(1)}# … and Inductor's compile settings for this kernel (argument types, "
+                       "this GPU's properties, cache and autotuning flags), left out here")
+            said = True
+    return "\n".join(out)
 
 
 def call_source(prof: Profile) -> Markdown:
@@ -262,7 +283,8 @@ def glue_first_call(compiled: Profile, naive: Profile) -> dict:
         "naive_first_call_ms": "not recorded" if fn is None else f"{fn * 1e3:.1f}",
         "compiled_first_over_call": "not recorded" if fc is None or not call else f"{fc * 1e6 / call:,.0f}",
         "compiled_payoff_calls": "never" if payoff_calls(compiled, naive) is None else f"{payoff_calls(compiled, naive):,}",
-        "compiled_first_call_where": f"{compiled.mode} on {compiled.provenance.gpu}",
+        "compiled_first_call_where": (f"live on {compiled.provenance.gpu}" if compiled.mode == "live" else
+                                      f"on {compiled.provenance.gpu}, replayed from the recording"),
     }
     for key, value in values.items():
         glue(key, value)

@@ -133,10 +133,23 @@ def provenance_table(c: Counters) -> pd.DataFrame:
     facts = {"mode": c.mode, "GPU": p.get("gpu"), "compute capability": p.get("capability"),
              "SMs": p.get("sm_count"), "driver": p.get("driver"), "ncu": p.get("ncu"),
              "torch": p.get("torch"), "CUDA": p.get("cuda"), "date": p.get("date"),
-             "command": p.get("command"), "ncu command": p.get("ncu_command"),
-             "export command": p.get("export_command"), "metrics": len(p.get("metrics", [])) or None,
-             "folder": p.get("folder")}
+             **_how_recorded(p.get("ncu_command") or "", p.get("export_command") or ""),
+             "metrics": len(p.get("metrics", [])) or None, "folder": p.get("folder")}
     return pd.DataFrame({"value": {k: v for k, v in facts.items() if v not in (None, "")}}).rename_axis("")
+
+
+def _how_recorded(ncu_command: str, export_command: str) -> dict:
+    """How ncu ran, in the reader's terms, read from the recorded command line (the commands
+    themselves are the maintainers', on the run-it-yourself page)."""
+    facts = {}
+    if "--profile-from-start off" in ncu_command:
+        facts["what ncu profiled"] = ("one forward, between cudaProfilerStart and cudaProfilerStop, "
+                                      "after warm-up calls it did not profile")
+    if "--clock-control none" in ncu_command:
+        facts["GPU clocks"] = "as they ran (ncu did not lock them to base clocks)"
+    if "--page raw" in export_command:
+        facts["table"] = "every counter of every kernel, exported from the report under ncu's raw metric names"
+    return facts
 
 
 # ---------------------------------------------------------------------------------------- reports

@@ -307,7 +307,9 @@ def _roof_lines(fig: go.Figure, roof: dict, box: tuple) -> None:
                        font=dict(color=SERIES_COLORS["GPU time"], size=12))
     if roof.get("fp32 TFLOP/s"):
         # the roof of the kernels whose FLOPs are fp32 FFMA instructions (sdpa_math's matmuls)
-        fig.add_scatter(x=xs, y=roof_at(xs, roof, q.FFMA_PIPE) / TB, mode="lines", showlegend=False,
+        ys32 = roof_at(xs, roof, q.FFMA_PIPE) / TB
+        seen32 = ys32 >= y_lo  # its slope enters the box through the floor too
+        fig.add_scatter(x=xs[seen32], y=ys32[seen32], mode="lines", showlegend=False,
                         name=f"fp32 roof measured on {literal(roof['gpu'])}",
                         line=dict(color=SERIES_COLORS["GPU time"], width=1.5, dash="dot"),
                         hovertemplate="fp32 (FFMA) roof at %{x:.1f} FLOP/B: %{y:.0f} TFLOP/s<extra></extra>")
@@ -486,6 +488,27 @@ def glue_roofline(pts: pd.DataFrame, roof: dict) -> dict:
     return values
 
 
+def glue_kernels(kernels: pd.DataFrame) -> dict:
+    """Glue what the per-kernel reading says of the stages whose point sits left of the ridge, as
+    `roof_<name>`: sdpa_math's fp32 matmuls against the fp32 roof, the share of its forward's ncu
+    time in kernels bound by compute (its matmuls) and by memory."""
+    values = {}
+    math = kernels[kernels["stage"] == "sdpa_math"]
+    if len(math):
+        gemms = math[(math["pipe"] == q.FFMA_PIPE) & math["kernel"].str.contains("gemm")]
+        total = float(math["ncu µs"].sum())
+        if len(gemms) and total:
+            values |= {"math_gemms": len(gemms),
+                       "math_gemm_pct_min": f"{gemms['% of roof'].min():.0f}",
+                       "math_gemm_pct_max": f"{gemms['% of roof'].max():.0f}",
+                       "math_gemm_bound": _and(sorted(set(gemms["bound by"]))),
+                       "math_gemm_share": f"{100 * gemms['ncu µs'].sum() / total:.0f}",
+                       "math_memory_share": f"{100 * math[math['bound by'] == 'memory']['ncu µs'].sum() / total:.0f}"}
+    for key, value in values.items():
+        glue(f"roof_{key}", value)
+    return values
+
+
 def _direction(rows: pd.DataFrame) -> str:
     rows = rows.sort_values("seq")
     first, last = rows["FLOP/B"].iloc[0], rows["FLOP/B"].iloc[-1]
@@ -512,6 +535,13 @@ def glue_sweep(pts: pd.DataFrame) -> dict:
         sides = set(rows["roof"])
         side = (f"under the {sides.pop()} roof at every sequence length" if len(sides) == 1 else
                 "under the memory roof at some sequence lengths and the compute roof at others")
+        ordered = rows.sort_values("seq")
+        first, last = ordered.iloc[0], ordered.iloc[-1]
+        # how the FLOPs and the bytes grew from the shortest sequence to the longest, beside the
+        # growth of the sequence itself (q, k, v and the output grow with it)
+        values |= {f"{key}_flops_growth": f"{last['GFLOP'] / first['GFLOP']:.0f}",
+                   f"{key}_bytes_growth": f"{last['DRAM MB'] / first['DRAM MB']:.1f}",
+                   f"{key}_seq_growth": f"{last['seq'] / first['seq']:.0f}"}
         values |= {f"{key}_ai_min": f"{ai.min():.0f}", f"{key}_ai_max": f"{ai.max():.0f}", f"{key}_side": side,
                    f"{key}_ai_first": f"{ai.iloc[0]:.0f}", f"{key}_ai_last": f"{ai.iloc[-1]:.0f}",
                    f"{key}_direction": _direction(rows)}

@@ -350,8 +350,10 @@ def _roof(recorded: dict, c: Counters) -> dict:
 
 
 def roofline_chart(work: pd.DataFrame, ridge: float | None = None) -> go.Figure:
+    """Forward and backward of each stage as two points of arithmetic intensity, joined by a line,
+    beside the ridges of the two compute pipes (bf16 tensor cores and fp32 FFMA), each the
+    pipe's calibration roof over the copy roof."""
     ridge = ridge if ridge is not None else work.attrs.get("ridge")
-    """Forward and backward of each stage as two points of arithmetic intensity, joined by an arrow."""
     fig = go.Figure()
     for d in work.to_dict("records"):
         stage = d["stage"]
@@ -362,10 +364,21 @@ def roofline_chart(work: pd.DataFrame, ridge: float | None = None) -> go.Figure:
                         marker=dict(symbol=["circle", "triangle-up"], size=10), text=["fwd", "bwd"],
                         textposition="top center", textfont=dict(size=10),
                         hovertemplate=f"{stage}<br>%{{text}}: %{{x:.1f}} FLOP/byte, %{{y:.1f}} GFLOP<extra></extra>")
-    fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="FLOP per DRAM byte (ncu)",
-                      yaxis_title="GFLOP (ncu)")
+    fp32_ridge = work.attrs.get("fp32 ridge")
+    xs = [v for d in work.to_dict("records") for v in (d.get("forward FLOP/byte"), d.get("backward FLOP/byte"))
+          if v is not None and v == v and v > 0] + [r for r in (ridge, fp32_ridge) if r]
+    # the x axis fixed around the points and both ridges (plotly's autorange pads for the fwd/bwd
+    # labels, more than a decade on a phone)
+    fig.update_layout(xaxis=dict(type="log", title="FLOP per DRAM byte (ncu)",
+                                 range=[np.log10(min(xs) / 1.6), np.log10(max(xs) * 1.6)] if xs else None),
+                      yaxis_type="log", yaxis_title="GFLOP (ncu)")
     if ridge:
-        reference_line(fig, ridge, f"ridge {ridge:.0f} FLOP/byte", axis="x")
+        reference_line(fig, ridge, f"bf16 ridge {ridge:.0f}", axis="x")
+        # its label left of the line: right of it a phone's chart has no room
+        fig.layout.annotations[-1].update(xanchor="right", xshift=-3)
+    if fp32_ridge:
+        # the ridge of the fp32 FMA pipe: sdpa_math's matmuls run there (chapter 9's fp32 roof)
+        reference_line(fig, fp32_ridge, f"fp32 ridge {fp32_ridge:.1f}", axis="x", dash="dot", position="start")
     _legend_room(fig, 460)
     return _title(fig, "Forward (●) and backward (▲): work and intensity", "Nsight Compute's counters, one step at the book's shape")
 
@@ -497,6 +510,8 @@ def ncu_work(recorded: dict) -> pd.DataFrame:
     out = work_table(recorded["backward"], recorded["forward"], flops_per_unit(c))
     roof = _roof(recorded, c)
     out.attrs["ridge"] = roof["ridge FLOP/B"]
+    out.attrs["fp32 ridge"] = q.ridge(roof["fp32 TFLOP/s"], roof["copy TB/s"]) \
+        if roof.get("fp32 TFLOP/s") and roof.get("copy TB/s") else None
     out.attrs["roof"] = roof
     return out
 
@@ -556,6 +571,8 @@ def glue_work(work: pd.DataFrame, kernels: pd.DataFrame | None = None) -> dict:
         values["tr_tensor_roof"] = f"{roof['matmul TFLOP/s']:.0f}"
     if roof.get("fp32 TFLOP/s"):
         values["tr_fp32_roof"] = f"{roof['fp32 TFLOP/s']:.1f}"
+    if work.attrs.get("fp32 ridge"):
+        values["tr_fp32_ridge"] = f"{work.attrs['fp32 ridge']:.1f}"
     if roof.get("copy TB/s"):
         values["tr_copy_roof"] = f"{roof['copy TB/s']:.2f}"
     values["tr_bound_share"] = f"{100 * q.BOUND_SHARE:.0f}"

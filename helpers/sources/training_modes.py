@@ -89,8 +89,10 @@ def training_counters(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> d
     from ..core import quantities as q
     pipes = q.pipe_roofs(calibration, prov.get("calibration", []))
     ridge = q.ridge(pipes.get(q.TENSOR_PIPE, float(roof.loc["bfloat16 matmul", "value"])), copy)
-    print(f"Nsight Compute's counters recorded on {prov.get('gpu')} with torch {prov.get('torch')}: the forwards "
-          f"by `{prov.get('command')}`, the backwards by `{RECORD_COMMAND}`.")
+    # the reader's terms: where and when; the maintainers' commands are on the run-it-yourself page
+    print(f"Nsight Compute's counters recorded on {prov.get('gpu')} with torch {prov.get('torch')} on "
+          f"{str(prov.get('date'))[:10]}: the forwards with chapter 9's recording, the backwards with the "
+          "training steps'.")
     return {"backward": backward, "forward": forward, "calibration": calibration, "provenance": prov,
             "gpu": config.replay_gpu(gpu), "ridge": ridge, "copy TB/s": copy}
 
@@ -125,8 +127,7 @@ def memory_recording(gpu: str | None = None) -> dict:
     memory = load_memory(gpu)
     p = memory.get("provenance", {})
     print(f"The memory sweep recorded on {p.get('gpu')} (sm {p.get('capability')}, "
-          f"{p.get('total_memory_bytes', 0) / 2**30:.0f} GiB) on {str(p.get('date'))[:10]} with torch {p.get('torch')} "
-          f"by `{memory.get('command')}`.")
+          f"{p.get('total_memory_bytes', 0) / 2**30:.0f} GiB) on {str(p.get('date'))[:10]} with torch {p.get('torch')}.")
     return memory
 
 
