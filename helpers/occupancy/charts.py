@@ -88,7 +88,10 @@ def traced_kernels(profiles: Sequence[Profile]) -> pd.DataFrame:
     table = pd.DataFrame(list(rows.values()))
     if len(table):
         table["stages"] = table["stages"].map(", ".join)
+    replayed = bool(profiles) and all(p.mode == "replay" for p in profiles)
     table.attrs["source"] = (
+        f"Replaying the recorded traces of {len(profiles)} stages for the kernels: recorded on "
+        f"{profiles[0].provenance.description}." if replayed else
         f"Kernels of {len(profiles)} profiles: " + "; ".join(
             dict.fromkeys(f"{p.mode} on {p.provenance.gpu}" for p in profiles)) + ".")
     return table

@@ -84,6 +84,12 @@ def test_the_presets_are_the_traced_launches():
            for p in data["presets"]}
     assert got == {k: sorted(v) for k, v in want.items()}
     assert all(p["gpu"] == "H200" for p in data["presets"])
+    # the line under the presets says where they come from: every default-shape trace, replayed,
+    # and the GPU its provenance names
+    traces = sorted(raw.TRACES.glob(f"*__{raw.DEFAULT}.json.gz"))
+    gpu = raw.provenance(traces[0])["gpu"]
+    assert data["presetSource"].startswith(f"Replaying the recorded traces of {len(traces)} stages for the "
+                                           f"kernels: recorded on {gpu} ")
     # it opens on FlashAttention-2's kernel as traced
     (flash,) = [e for e in raw.forward(raw.stage_path("sdpa_flash")).gpu if e["kind_cat"] == "kernel"]
     a = flash["args"]
