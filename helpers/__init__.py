@@ -5,6 +5,11 @@
     s.stages(["naive", "sdpa_flash"])    # Profiles, with a one-line banner
     Session("h200").stage("naive")       # one GPU's recording, whatever this machine is
 
+    from helpers import counters, roofline   # the pages' modules: handed data, never a fetcher
+    c = counters.show(s.counters(["naive", "sdpa_flash"]))
+    recorded, measured = s.ceilings()
+    roof = roofline.load_ceilings(c, recorded, measured)
+
     from helpers import profile_stage
     prof = profile_stage("naive")        # live on a GPU, else the recorded trace
     prof.kernels()                       # one forward's GPU events, names decoded
@@ -25,12 +30,13 @@ and chapters never import sources (tests/test_layers.py):
     chapters/    one module per chapter's own code
 
 This module is the top: it names what a notebook uses. The page modules load on first use, so
-`import helpers` stays light (no plotly, no widgets) for scripts and tests.
+`import helpers` stays light (no plotly, no widgets) for scripts and tests. It binds nothing into
+them: a page's data comes from its `Session` and is handed to the page's functions as Profiles
+and tables (tests/test_layers.py).
 """
 from __future__ import annotations
 
 import importlib
-import types
 
 from .sources.anytrace import load_trace
 from .sources.modes import (MODES, Decision, closing_stages, cuda_available, decide, profile_stage, profile_stages,
@@ -75,101 +81,19 @@ FUNCTIONS = {"profile_code": "helpers.sources.own_code", "use_book_style": "help
              "training_counters": "helpers.sources.training_modes"}
 
 
-def sweep(stages, shapes, mode: str = "auto"):
-    """Profile every stage at every shape (live, or the recordings), with a progress bar; one
-    summary row per pair (`widgets.sweep`, handed profile_stage)."""
+def shape_explorer(session: Session, stages):
+    """Pick a shape and see the stages again: live, the session's form (any shape, profiled on
+    click); in replay, the shapes recorded for every one of them, each table computed from the
+    session's profiles (`widgets.shape_explorer`, handed them)."""
+    if session.live:
+        return session.shape_form(stages)
     from .views import widgets
-    return widgets.sweep(stages, shapes, lambda stage, shape: profile_stage(stage, shape, mode, quiet=True),
-                         live=resolve_mode(mode) == "live")
-
-
-def shape_explorer(stages):
-    """Pick a shape and profile the stages again: live, any shape; in replay, the shapes recorded
-    for every one of them (`widgets.shape_explorer`, handed profile_stage and those shapes)."""
-    from .views import widgets
-    recorded = None
-    if resolve_mode() != "live":
-        recorded = sorted(set.intersection(*(set(recorded_shapes(s)) for s in stages)),
-                          key=lambda s: (s.head_dim, s.seq))
-    return widgets.shape_explorer(stages, lambda stage, shape: profile_stage(stage, shape, quiet=True), recorded)
-
-
-def profile_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto"):
-    """The hub_flash page's trace (hub_flash live if `kernels` loads it, else its replay, else
-    sdpa_flash's, labelled), as `hub.HubFlash`."""
-    from .chapters.hub_flash import HubFlash
-    from .core.hub_kernel import FIX
-    from .sources.hub import fetch_hub_flash
-    from .views.notes import not_live
-    prof, line, loaded, stand_in = fetch_hub_flash(shape, mode)
-    if not loaded:  # why not live, folded under one line, in the reader's terms
-        from IPython.display import display
-        display(not_live("The Hub's FlashAttention-2 kernel is not loaded on this machine; the page "
-                         "shows its recorded trace.", line, FIX))
-    return HubFlash(prof, line, stand_in)
-
-
-def _quiet_profile(stage: str, shape: Shape, mode: str = "auto") -> Profile:
-    return profile_stage(stage, shape, mode, quiet=True)
-
-
-def _collect_counters(*args, quiet: bool = False, **kwargs):
-    """sources.counters.collect, shown as a page shows it: replayed counters say where they were
-    recorded in one line, with why they are not live folded under it (views.notes)."""
-    from .sources import counters as collecting
-    from .views.notes import show_counters
-    result = collecting.collect(*args, quiet=True, **kwargs)
-    if not quiet:
-        show_counters(result)
-    return result
-
-
-def _bound() -> dict[str, dict]:
-    """What a chapter's namespace fetches, bound here: the chapter module takes its acquisition as
-    an argument and never imports sources; `helpers.flex.gap_sweep(...)` is handed profile_stage."""
-    import functools
-
-    from .chapters import counters, flex, occupancy_lessons, roofline
-    from .sources import ceilings, modes, own_model, smem_cliff
-
-    def capture(stage, shape):
-        from .sources.capture import capture_cached
-        return capture_cached(stage, shape)
-    from .sources import counters as collecting
-    return {
-        "counters": {"collect": _collect_counters, "cache_dir": collecting.cache_dir,
-                     "hbm_measured": functools.partial(counters.hbm_measured, fetch=_quiet_profile)},
-        "roofline": {"load_ceilings": functools.partial(roofline.load_ceilings, fetch_live=ceilings.fetch_live,
-                                                        recorded=ceilings.load),
-                     "timings": functools.partial(roofline.timings, capture=capture)},
-        "flex": {"gap_sweep": functools.partial(flex.gap_sweep, fetch=_quiet_profile)},
-        "own_model": {"profile": own_model.profile, "recording": own_model.recording},
-        "occupancy_lessons": {"load_stages": functools.partial(modes.load_stages, occupancy_lessons.STAGES),
-                              "smem_cliff_events": smem_cliff.fetch_smem_cliff},
-    }
-
-
-class _Namespace(types.ModuleType):
-    """A chapter's module with its acquisition bound (see _bound): every other name is the module's."""
-
-    def __init__(self, module: types.ModuleType, bound: dict):
-        super().__init__(module.__name__, module.__doc__)
-        self.__dict__.update(bound)
-        self._module = module
-
-    def __getattr__(self, name: str):
-        return getattr(self._module, name)
-
-    def __dir__(self):
-        return sorted(set(dir(self._module)) | set(self.__dict__))
+    return widgets.shape_explorer(session.grid(stages, session.common_shapes(stages)))
 
 
 def __getattr__(name: str):
     if name in MODULES:
         module = importlib.import_module(MODULES[name])
-        bound = _bound().get(name) if name in ("counters", "flex", "occupancy_lessons", "own_model", "roofline") else None
-        if bound:
-            module = _Namespace(module, bound)
         globals()[name] = module
         return module
     if name in FUNCTIONS:
@@ -180,7 +104,7 @@ def __getattr__(name: str):
 
 
 __all__ = ["Session", "ReplaySet", "ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "STAGES", "Decision", "Profile", "Provenance", "Shape", "Stage",
-           "closing_stages", "decide", "profile_hub_flash", "shape_explorer", "sweep",
+           "closing_stages", "decide", "shape_explorer",
            "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
            "profile_code", "profile_stage", "use_book_style", "profile_training", "profile_trainings",
            "memory_recording", "snapshots", "inplace_here", "training_counters", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]

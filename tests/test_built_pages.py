@@ -174,8 +174,9 @@ def wired_glue(name: str) -> dict[str, object]:
     these calls is held to the raw recordings by tests/independent/; this test holds the page's
     own wiring (which profile a notebook hands to which argument, which key its prose names) to
     them: a notebook that swaps two profiles glues numbers that differ from these."""
-    from helpers import compiled, counters, flex, occupancy_lessons as lessons, occupancy_truth as truth, \
-        own_model, profile_stages, prose
+    from helpers import Session, compiled, counters, flex, occupancy_lessons as lessons, \
+        occupancy_truth as truth, own_model, profile_stages, prose
+    s = Session(mode="replay")
     out: dict[str, object] = {}
     def add(prefix, values):
         out.update({f"{prefix}{k}": v for k, v in values.items()})
@@ -183,8 +184,8 @@ def wired_glue(name: str) -> dict[str, object]:
         add("naive_", prose.glue_async(profile_stages(["naive"], mode="replay")["naive"]))
     elif name == "05_sdpa_flash":
         p = profile_stages(["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash"], mode="replay")
-        hbm = counters.collect(["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"])
-        add("hbm_", counters.glue_hbm(counters.hbm_measured(hbm, p)))
+        hbm = s.counters(["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"])
+        add("hbm_", counters.glue_hbm(counters.hbm_measured(hbm, s.forwards(hbm, p))))
     elif name == "06b_naive_compiled":
         p = profile_stages(["naive", "naive_compiled"], mode="replay")
         add("", compiled.glue_page(p["naive_compiled"], p["naive"]))
@@ -192,27 +193,27 @@ def wired_glue(name: str) -> dict[str, object]:
     elif name == "06c_flex":
         p = profile_stages(["sdpa_flash", "flex", "flex_sliding"], mode="replay")
         add("", flex.glue_page(p["flex"], p["sdpa_flash"], p["flex_sliding"]))
-        runs: dict = {}
-        sweep = flex.gap_sweep(known=p, keep=runs)
+        runs = s.grid(flex.GAP_STAGES, flex.gap_shapes(), known=p)
+        sweep = flex.gap_sweep(runs)
         for stage, values in flex.glue_sweep(sweep).items():
             add(f"{stage}_sweep_", values)
-        add("flex_", flex.glue_widest(runs[("flex", flex.widest_gap(sweep))]))
+        add("flex_", flex.glue_widest(flex.widest(runs, sweep)))
     elif name == "07_occupancy":
-        p = lessons.load_stages()
+        p = s.load_stages(lessons.STAGES)
         add("flash_", lessons.glue_kernel("flash", p["sdpa_flash"]))
         add("cudnn_", lessons.glue_kernel("cudnn", p["sdpa_cudnn"]))
         add("low_", lessons.glue_low_occupancy(p))
         add("zero_", lessons.glue_cupti_zero(lessons.cupti_zero(p), lessons.spec_of(p["sdpa_cudnn"])))
-        events, provenance, _ = lessons.smem_cliff_events()
+        events, provenance, _ = s.smem_cliff()
         add("cliff_", lessons.glue_smem_cliff(lessons.smem_cliff(events, provenance)))
-        add("truth_", truth.glue_truth(truth.occupancy_truth(counters.collect(lessons.STAGES), p)))
+        hw = s.counters(lessons.STAGES, quiet=True)
+        add("truth_", truth.glue_truth(truth.occupancy_truth(hw, s.forwards(hw, p))))
     elif name == "08_at_a_glance":
-        from helpers import closing_stages
-        add("timer_", prose.glue_timer(profile_stages(closing_stages(), mode="replay")))
+        add("timer_", prose.glue_timer(s.stages(s.closing_stages())))
     elif name == "10_your_model":
         for experiment, prefix in (("encoder_forward", "fwd"), ("encoder_forward_slow", "slow"),
                                    ("encoder_train_step", "train"), ("encoder_train_step_big", "big")):
-            add(f"{prefix}_", own_model.glue_step(own_model.profile(experiment), prefix))
+            add(f"{prefix}_", own_model.glue_step(s.own_model(experiment), prefix))
     return out
 
 

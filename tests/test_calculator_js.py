@@ -30,7 +30,8 @@ PATH = "/notebooks/calculator.html"
 
 @pytest.fixture(scope="module")
 def kernels():
-    return traced_kernels()
+    from helpers import Session
+    return traced_kernels(Session(mode="replay").recorded())
 
 
 @pytest.fixture(scope="module")

@@ -232,7 +232,7 @@ def test_sliding_verdicts_follow_the_raw_events(profiles):
 def test_gap_sweep_is_the_recorded_do_bench_over_the_raw_gpu_time():
     seqs = sorted({sh.seq for sh in recorded_shapes("flex") if sh.head_dim == 64})
     assert len(seqs) > 1, "the flex seq sweep is not recorded"
-    sweep = helpers.flex.gap_sweep(("flex",), seqs, mode="replay")
+    sweep = helpers.flex.gap_sweep(helpers.Session(mode="replay").grid(["flex"], flex.gap_shapes(tuple(seqs))))
     for _, row in sweep.iterrows():
         prof = profile_stage("flex", Shape(seq=int(row["seq"])), "replay", quiet=True)
         bench = raw_document(prof.trace_path)["provenance"]["do_bench_us"]
@@ -246,7 +246,7 @@ def test_sweep_glue_says_not_measured_where_do_bench_is_absent(monkeypatch):
     # live without Triton there is no do_bench: the page says so instead of failing (the H200
     # live run failed here before do_bench became part of every live capture)
     seqs = sorted({sh.seq for sh in recorded_shapes("flex") if sh.head_dim == 64})
-    sweep = helpers.flex.gap_sweep(("flex",), seqs, mode="replay")
+    sweep = helpers.flex.gap_sweep(helpers.Session(mode="replay").grid(["flex"], flex.gap_shapes(tuple(seqs))))
     sweep["do_bench µs"] = None
     sweep["do_bench / GPU"] = None
     monkeypatch.setattr(flex, "glue", lambda name, value: None)

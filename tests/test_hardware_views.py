@@ -15,14 +15,16 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, raw_document
-from helpers import DEFAULT_SHAPE, Shape, profile_stage
+from helpers import DEFAULT_SHAPE, Session, Shape, profile_stage
 from helpers.chapters import occupancy_truth as truth
 from helpers.chapters.occupancy_lessons import STAGES as OCCUPANCY_STAGES
 import helpers
-counters = helpers.counters   # collect bound to helpers.sources.counters, as a notebook has it
-
-roofline = helpers.roofline   # its ceilings and timings bound to sources, as a notebook has them
+counters = helpers.counters   # the chapter's module: handed the counters, as a notebook has it
+roofline = helpers.roofline   # handed the ceilings and the timed forwards, as a notebook has it
 from helpers.sources import ncu
+from helpers.sources.counters import collect   # what a Session's counters() calls
+
+REPLAY = Session(mode="replay")   # a notebook's session, in replay
 from test_ncu import NCU_DIR, PROVENANCE, base, number, raw
 from helpers.core.stages import stages_where  # the stage lists: queries of the registry
 
@@ -34,13 +36,13 @@ FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
 
 @pytest.fixture(scope="module")
 def collected():
-    return counters.collect(ROOFLINE_STAGES, sweep=roofline.sweep_shapes(), sweep_stages=roofline.SWEEP_STAGES,
-                            mode="replay", quiet=True)
+    return REPLAY.counters(ROOFLINE_STAGES, sweep=REPLAY.ncu_shapes("sdpa_flash"), sweep_stages=roofline.SWEEP_STAGES,
+                           quiet=True)
 
 
 @pytest.fixture(scope="module")
 def roof(collected):
-    return roofline.load_ceilings(collected, mode="replay", quiet=True)
+    return roofline.load_ceilings(collected, *REPLAY.ceilings(), quiet=True)
 
 
 def raw_csv(stage: str, shape: Shape = DEFAULT_SHAPE):
@@ -113,8 +115,8 @@ def test_measured_flops_lie_where_the_masking_puts_them(collected):
 
 def test_hbm_measured_is_the_raw_counters_plus_the_traces_copies(collected):
     stages = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"]
-    c = counters.collect(stages, mode="replay", quiet=True)
-    table = counters.hbm_measured(c)
+    c = REPLAY.counters(stages, quiet=True)
+    table = counters.hbm_measured(c, REPLAY.forwards(c))
     for stage in stages:
         rows, units = raw_csv(stage)
         kernels = sum(base(r, units, "dram__bytes_read.sum") + base(r, units, "dram__bytes_write.sum") for r in rows)
@@ -135,8 +137,8 @@ def test_hbm_measured_is_the_raw_counters_plus_the_traces_copies(collected):
 
 @pytest.fixture(scope="module")
 def occupancy_table():
-    c = counters.collect(OCCUPANCY_STAGES, mode="replay", quiet=True)
-    return truth.occupancy_truth(c)
+    c = REPLAY.counters(OCCUPANCY_STAGES, quiet=True)
+    return truth.occupancy_truth(c, REPLAY.forwards(c))
 
 
 def test_occupancy_truth_is_the_raw_csv_and_the_raw_trace(occupancy_table):
@@ -220,7 +222,7 @@ def test_ceilings_are_the_recording(roof):
 
 
 def test_points_are_the_raw_sums(collected, roof):
-    times = roofline.timings(collected, quiet=True)
+    times = roofline.timings(REPLAY.timed(collected, quiet=True))
     pts = roofline.points(collected, roof, times)
     assert len(pts) == len(collected.kernels)
     for p in pts.to_dict("records"):
@@ -235,7 +237,7 @@ def test_points_are_the_raw_sums(collected, roof):
 
 
 def test_bound_by_the_cpu_is_do_bench_against_the_profiler(collected, roof):
-    times = roofline.timings(collected, quiet=True)
+    times = roofline.timings(REPLAY.timed(collected, quiet=True))
     pts = roofline.points(collected, roof, times)
     for p in pts.to_dict("records"):
         prof = profile_stage(p["stage"], Shape.from_key(p["shape"]), mode="replay", quiet=True)
@@ -248,16 +250,16 @@ def test_bound_by_the_cpu_is_do_bench_against_the_profiler(collected, roof):
 def test_naive_and_inplace_are_two_points_as_chapter_2_teaches(collected, roof):
     # the hidden Memcpy is naive's alone: with it, naive moves more bytes in more time than inplace,
     # and its DRAM per forward is chapter 5's "forward MB" (kernels plus copies), the same number
-    pts = roofline.points(collected, roof, roofline.timings(collected, quiet=True), shapes=[DEFAULT_SHAPE])
+    pts = roofline.points(collected, roof, roofline.timings(REPLAY.timed(collected, quiet=True)), shapes=[DEFAULT_SHAPE])
     at = pts.set_index("stage")
     assert at.loc["naive", "DRAM MB"] > at.loc["inplace", "DRAM MB"]
     assert at.loc["naive", "TFLOP/s"] < at.loc["inplace", "TFLOP/s"]
-    forward = counters.hbm_measured(collected, shape=DEFAULT_SHAPE)["forward MB"]
+    forward = counters.hbm_measured(collected, REPLAY.forwards(collected), shape=DEFAULT_SHAPE)["forward MB"]
     assert at.loc["naive", "DRAM MB"] == pytest.approx(forward["naive"], abs=0.06)
 
 
 def test_glue_names_the_best_stage_and_its_distance_to_the_roof(collected, roof):
-    pts = roofline.points(collected, roof, roofline.timings(collected, quiet=True), shapes=[DEFAULT_SHAPE])
+    pts = roofline.points(collected, roof, roofline.timings(REPLAY.timed(collected, quiet=True)), shapes=[DEFAULT_SHAPE])
     g = roofline.glue_roofline(pts, roof)
     best = pts.loc[pts["TFLOP/s"].idxmax()]
     assert g["best"] == best["stage"] and g["best_pct"] == f"{best['% of roof']:.0f}"
@@ -270,7 +272,7 @@ def test_glue_names_the_best_stage_and_its_distance_to_the_roof(collected, roof)
 
 
 def test_roofline_chart_draws_each_stage_under_both_roofs(collected, roof):
-    pts = roofline.points(collected, roof, roofline.timings(collected, quiet=True), shapes=[DEFAULT_SHAPE])
+    pts = roofline.points(collected, roof, roofline.timings(REPLAY.timed(collected, quiet=True)), shapes=[DEFAULT_SHAPE])
     kernels = roofline.kernel_points(collected, roof)
     fig = roofline.chart(pts, roof, kernels)
     by_name = {t.name: t for t in fig.data if t.name}
@@ -294,7 +296,7 @@ def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, caps
     monkeypatch.setattr(ncu, "find_ncu", lambda: None)
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
-    c = counters.collect(["sdpa_flash"])
+    c = collect(["sdpa_flash"])
     line = c.banner()  # shown as the summary line of the folded note
     assert c.mode == "replay" and "Replaying Nsight Compute's counters" in line
     # the reason is folded, in the reader's words: no "PATH", no exception text
@@ -315,7 +317,7 @@ def test_counters_not_permitted_fall_back_to_the_recording(monkeypatch, capsys, 
     monkeypatch.setattr(ncu, "live_metrics", lambda exe, cache=None: list(ncu.BASE_METRICS))
     monkeypatch.setattr("torch.cuda.get_device_properties", lambda i: _Props())
     monkeypatch.setattr(module, "cache_dir", lambda gpu, torch_version: tmp_path)
-    c = counters.collect(["sdpa_flash"])
+    c = collect(["sdpa_flash"])
     why = c.why_not_live()  # the folded note under the replay line: the reader's terms, no exit code
     assert c.mode == "replay" and ncu.PERMISSION_ERROR in why and "performance counters" in why
     assert "exit 1" not in why and "==ERROR==" not in why
@@ -381,7 +383,7 @@ def test_every_download_link_is_a_recorded_report():
         glued = re.findall(r"counters\.glue_reports\(\w+, (\[[^]]*\]|\{.*?\}|stages_where\([^)]*\))"
                            r"(?:, key=\"(\w+)\")?(?:, bullets=True)?\)", text, re.S)
         assert {key or "ncu_reports" for _, key in glued} == pasted, name
-        c = counters.collect(sorted(helpers.STAGES.keys() - {"hub_flash"}), mode="replay", quiet=True)
+        c = REPLAY.counters(sorted(helpers.STAGES.keys() - {"hub_flash"}), quiet=True)
         for names, key in glued:
             if names.startswith("stages_where("):   # a query of the registry, its facts literal
                 call = ast.parse(names, mode="eval").body
@@ -468,12 +470,12 @@ def stage_name(stage: str) -> str:
 
 
 def test_live_counters_run_one_ncu_process_per_page_and_reuse_the_cache(fake_live, capsys):
-    first = counters.collect(["sdpa_flash", "sdpa_cudnn"])
+    first = collect(["sdpa_flash", "sdpa_cudnn"])
     assert first.mode == "live" and first.gpu == PROVENANCE["gpu"]
     assert fake_live == [[c["name"] for c in PROVENANCE["calibration"]] + [stage_name("sdpa_flash"), stage_name("sdpa_cudnn")]]
     assert "Measured live with ncu" in capsys.readouterr().out
     fake_live.clear()
-    again = counters.collect(["sdpa_flash", "sdpa_cudnn", "naive"])
+    again = collect(["sdpa_flash", "sdpa_cudnn", "naive"])
     assert fake_live == [[stage_name("naive")]]   # the rest came from this session's earlier page
     assert "earlier run" in capsys.readouterr().out
     for key, table in first.kernels.items():
@@ -482,7 +484,7 @@ def test_live_counters_run_one_ncu_process_per_page_and_reuse_the_cache(fake_liv
 
 def test_a_page_report_split_by_range_is_each_forward_recorded_alone(fake_live):
     # the split tables read as the one-forward recordings they were made of, row for row
-    c = counters.collect(["naive", "sdpa_flash", "sdpa_math"])
+    c = collect(["naive", "sdpa_flash", "sdpa_math"])
     for stage in ("naive", "sdpa_flash", "sdpa_math"):
         alone = ncu.kernels(ncu.read_csv(recorded_csv(stage_name(stage))))
         split = c.stage(stage)
@@ -502,7 +504,7 @@ def test_a_stage_that_fails_live_sends_the_page_to_the_recording(fake_live, monk
     def fails(jobs, out_dir, metrics, exe, on_done=None):
         raise RuntimeError("ncu failed on 3 jobs (exit 1): No available kernel")
     monkeypatch.setattr(ncu, "run_page", fails)
-    c = counters.collect(["sdpa_flash"])
+    c = collect(["sdpa_flash"])
     assert c.mode == "replay" and "did not run under ncu" in c.reason
     assert c.why_not_live().startswith("The page's forwards could not run under Nsight Compute")
     assert "exit 1" not in c.why_not_live()
@@ -511,7 +513,7 @@ def test_a_stage_that_fails_live_sends_the_page_to_the_recording(fake_live, monk
 def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(monkeypatch, tmp_path):
     from helpers.sources import ceilings
     monkeypatch.setenv("ATTN_PROFILED_CACHE", str(tmp_path))   # measured once, then kept for the session
-    c = counters.collect(["sdpa_flash"], mode="replay", quiet=True)
+    c = REPLAY.counters(["sdpa_flash"], quiet=True)
     recorded = ceilings.load()
     mine = recorded.copy()
     mine["value"] = mine["value"] / 4
@@ -519,7 +521,7 @@ def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(m
     monkeypatch.setattr(modes, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr(ceilings, "measure", lambda: mine)
     monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "NVIDIA L4")
-    roof = roofline.load_ceilings(c, quiet=True)
+    roof = roofline.load_ceilings(c, *Session().ceilings(), quiet=True)
     assert roof["gpu"] == PROVENANCE["gpu"] and roof["mode"] == "replay"
     # the L4 has no calibration matmul of its own under ncu: its compute roof is do_bench's matmul
     assert roof["live"]["gpu"] == "NVIDIA L4" and roof["live"]["matmul TFLOP/s"] == roof["do_bench matmul TFLOP/s"] / 4
@@ -528,5 +530,5 @@ def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(m
     assert set(table["measured on"]) == {f"{PROVENANCE['gpu']} (replay)", "NVIDIA L4 (live)"}
     # the next page of the session reuses the measurement: measure() is not called again
     monkeypatch.setattr(ceilings, "measure", lambda: pytest.fail("measured twice in one session"))
-    again = roofline.load_ceilings(c, quiet=True)
+    again = roofline.load_ceilings(c, *Session().ceilings(), quiet=True)
     assert again["live"]["matmul TFLOP/s"] == roof["live"]["matmul TFLOP/s"]

@@ -236,7 +236,7 @@ def test_without_a_hub_flash_trace_the_page_shows_sdpa_flash_labelled_as_such(mo
         real(stage, *a, **k).with_name("missing.json.gz") if stage == "hub_flash" else real(stage, *a, **k)))
     from helpers.sources import hub as hub_source
     monkeypatch.setattr(hub_source, "loading", lambda: (True, "status line"))
-    hf = helpers.profile_hub_flash(mode="replay")
+    hf = helpers.hub.page(*helpers.Session(mode="replay").hub_flash())
     assert hf.stand_in and hf.prof.stage == "sdpa_flash"
     assert "sdpa_flash's trace" in hf.note
     out = capsys.readouterr().out

@@ -4,7 +4,10 @@ imported), form no cycle, and no module imports a layer above its own.
     core (0) < sources (1) < views (2) < occupancy (3) < chapters (4) < helpers/__init__.py (5)
 
 Acquisition (sources) is reached only from the public API: views, occupancy and chapters take
-Profiles and tables and never import sources. No module imports tools/, and only
+Profiles and tables and never import sources. Handed, never fetched: those three layers read no
+file (no core.recordings or core.replay_set, no open or read of a path but their own package's
+scripts), take no callable to fetch with (no parameter annotated Callable or Session, none they
+call), and helpers/__init__.py binds nothing into their modules. No module imports tools/, and only
 helpers/core/config.py reads the environment.
 
 Every import counts, at the top of a module or inside a function: a lazy import is still a
@@ -12,6 +15,7 @@ dependency. Tools (tools/) and tests are outside helpers/ and may import anythin
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -214,3 +218,192 @@ def test_a_read_of_the_environment_would_be_caught(tmp_path):
         assert reads_environment(tmp_path / "m.py")
     (tmp_path / "m.py").write_text("from . import config\nmode = config.mode_setting()\n")
     assert not reads_environment(tmp_path / "m.py")
+
+
+# ------------------------------------------------------------------------ handed, never fetched
+
+# the core modules that read the replay set from disk: a page's module is handed what they read
+REPLAY_READERS = {"helpers.core.recordings", "helpers.core.replay_set"}
+# calls that read a file, by the called name (a method, or a function of a module)
+READS = {"open", "read_text", "read_bytes", "glob", "rglob", "iterdir", "listdir", "scandir", "walk",
+         "load", "loads_file", "read_csv", "read_json", "read_parquet", "read_pickle", "read_table",
+         "read_document", "recording_path", "recording_dir", "replay_root", "configured", "of_device"}
+
+
+def _own_assets(tree: ast.AST) -> set[str]:
+    """Module-level names bound to a path next to the module itself (`HERE = Path(__file__)...`):
+    a page module may read its own scripts (the calculator's, the guesses', the chart-fit script)."""
+    names = set()
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.Assign) and "__file__" in ast.unparse(node.value):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def file_reads(source: str) -> list[str]:
+    """Every call in `source` that reads a file or the replay set, as `line: code`; a read of a
+    path built from the module's own `__file__` is its package's asset, not data."""
+    tree = ast.parse(source)
+    assets = _own_assets(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name not in READS:
+            continue
+        receiver = ast.unparse(func.value) if isinstance(func, ast.Attribute) else ""
+        if "__file__" in receiver or any(a in receiver.replace("(", " ").split() for a in assets):
+            continue
+        if name == "load" and not (receiver in ("json", "pickle", "np", "numpy", "torch", "yaml")
+                                   or receiver.endswith("Profile")):
+            continue   # a method named load on something else (a module's own `load` of data it is handed)
+        found.append(f"{node.lineno}: {ast.unparse(node)[:100]}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_page_module_reads_a_file(module):
+    # views, occupancy and chapters are handed Profiles and tables: the Session reads the replay set
+    if package_of(module) not in NO_SOURCES:
+        return
+    readers = sorted(GRAPH[module] & REPLAY_READERS)
+    assert not readers, f"{module} imports what reads the replay set: {readers}"
+    reads = file_reads(MODULES[module].read_text())
+    assert not reads, f"{module} reads files itself (the Session reads and hands the data): {reads}"
+
+
+def fetchers(source: str) -> list[str]:
+    """Every function parameter that fetches: annotated as a Session, annotated as a Callable (but
+    for a decorator's, which it hands back: `register(judge)` returns `judge`), or called by the
+    function it is handed to (`fetch(stage, shape)`), as `function(parameter)`."""
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        a = fn.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *([a.vararg] if a.vararg else []),
+                  *([a.kwarg] if a.kwarg else [])]
+        name = getattr(fn, "name", "lambda")
+        returned = {n.value.id for n in ast.walk(fn) if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}
+        for p in params:
+            shown = ast.unparse(p.annotation) if p.annotation is not None else ""
+            if "Session" in shown or ("Callable" in shown and p.arg not in returned):
+                found.append(f"{name}({p.arg}: {shown})")
+        names = {p.arg for p in params}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
+                found.append(f"{name}({node.func.id}) calls it at line {node.lineno}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_page_function_takes_a_fetcher(module):
+    # a chapter or a view is handed the data, never a function that fetches it
+    if package_of(module) in NO_SOURCES:
+        taken = fetchers(MODULES[module].read_text())
+        assert not taken, f"{module} takes callables that fetch (hand it Profiles and tables): {taken}"
+
+
+def bindings(source: str) -> list[str]:
+    """What helpers/__init__.py would bind into a module: functools.partial, a ModuleType subclass
+    or instance, setattr, an assignment to an attribute, a write to a namespace's __dict__."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and node.id in ("partial", "ModuleType", "setattr"):
+            found.append(f"{node.lineno}: {node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr in ("partial", "ModuleType", "__dict__"):
+            found.append(f"{node.lineno}: .{node.attr}")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [f"{node.lineno}: {ast.unparse(t)} =" for t in targets if isinstance(t, ast.Attribute)]
+        elif isinstance(node, ast.ClassDef):
+            found.append(f"{node.lineno}: class {node.name}")
+    return found
+
+
+def test_the_top_level_binds_nothing_into_modules():
+    # `helpers.counters` is helpers.chapters.counters itself: nothing bound into it, no wrapper
+    bound = bindings((PACKAGE / "__init__.py").read_text())
+    assert not bound, f"helpers/__init__.py binds into modules: {bound}"
+    import helpers
+    from helpers.chapters import counters, roofline
+    assert helpers.counters is counters and helpers.roofline is roofline
+
+
+PLANTED_READS = [
+    "from ..core.recordings import recorded_profile\ndef f(stage):\n    return recorded_profile(stage)\n",
+    "from ..core.replay_set import ReplaySet\ndef f():\n    return ReplaySet.configured().traces()\n",
+    "import json\ndef f(path):\n    return json.load(open(path))\n",
+    "from pathlib import Path\ndef f(path):\n    return Path(path).read_text()\n",
+    "import pandas as pd\ndef f(path):\n    return pd.read_csv(path)\n",
+    "from ..core.profile import Profile\ndef f(path):\n    return Profile.load(path)\n",
+    "from ..core import config\ndef f():\n    return sorted(config.replay_root().glob('*'))\n",
+]
+PLANTED_FETCHERS = [
+    "def sweep(stages, fetch):\n    return [fetch(s) for s in stages]\n",
+    "from typing import Callable\ndef sweep(stages, fetch: Callable[[str], object]):\n    return stages\n",
+    "def timings(c, *, capture=None):\n    return [capture(s) for s in c]\n",
+    "def page(session: 'Session'):\n    return session\n",
+    "from typing import Callable\ndef widget(stages, on_click: Callable):\n    def run():\n        return on_click(stages)\n    return run\n",
+]
+PLANTED_BINDINGS = [
+    "import functools\nfrom .chapters import flex\nbound = {'gap_sweep': functools.partial(flex.gap_sweep, fetch=1)}\n",
+    "import types\nclass _Namespace(types.ModuleType):\n    pass\n",
+    "from .chapters import counters\ncounters.collect = lambda *a: None\n",
+    "def bind(module, fn):\n    module.__dict__.update(fetch=fn)\n",
+    "def bind(module, fn):\n    setattr(module, 'fetch', fn)\n",
+]
+
+
+@pytest.mark.parametrize("planted", PLANTED_READS)
+def test_a_planted_read_would_be_caught(planted, tmp_path):
+    # the check on a temporary copy of a page module with one read planted: it must fail
+    copy = tmp_path / "helpers" / "views" / "planted.py"
+    copy.parent.mkdir(parents=True)
+    copy.write_text((PACKAGE / "views" / "tables.py").read_text() + "\n\n" + planted)
+    module = "helpers.views.planted"
+    MODULES[module] = copy
+    GRAPH[module] = {m for m in REPLAY_READERS if m.rsplit(".", 1)[-1] in planted} | GRAPH["helpers.views.tables"]
+    try:
+        with pytest.raises(AssertionError, match="reads the replay set|reads files itself"):
+            test_no_page_module_reads_a_file(module)
+    finally:
+        del MODULES[module], GRAPH[module]
+
+
+def test_a_decorator_that_registers_a_pure_function_fetches_nothing():
+    # the verdict registry's decorator is handed the judge and hands it back: no fetching
+    assert not fetchers("from typing import Callable\ndef verdict(stage):\n    def register(judge: Callable) -> Callable:\n"
+                        "        REGISTRY[stage] = judge\n        return judge\n    return register\n")
+
+
+def test_reading_its_own_scripts_is_no_data_read():
+    # the package's own assets beside the module: not the replay set, not data
+    for source in ('from pathlib import Path\nJS = (Path(__file__).with_name("a.js")).read_text()\n',
+                   'from pathlib import Path\nHERE = Path(__file__).parent / "js"\ndef f(n):\n    return (HERE / n).read_text()\n'):
+        assert not file_reads(source)
+
+
+@pytest.mark.parametrize("planted", PLANTED_FETCHERS)
+def test_a_planted_fetcher_would_be_caught(planted, tmp_path):
+    copy = tmp_path / "widgets.py"
+    copy.write_text((PACKAGE / "views" / "widgets.py").read_text() + "\n\n" + planted)
+    MODULES["helpers.views.planted"] = copy
+    try:
+        with pytest.raises(AssertionError, match="takes callables that fetch"):
+            test_no_page_function_takes_a_fetcher("helpers.views.planted")
+    finally:
+        del MODULES["helpers.views.planted"]
+
+
+@pytest.mark.parametrize("planted", PLANTED_BINDINGS)
+def test_a_planted_binding_would_be_caught(planted, tmp_path, monkeypatch):
+    # a temporary copy of helpers/__init__.py with one binding planted: the check must fail
+    copy = tmp_path / "helpers"
+    copy.mkdir()
+    (copy / "__init__.py").write_text((PACKAGE / "__init__.py").read_text() + "\n\n" + planted)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", copy)
+    with pytest.raises(AssertionError, match="binds into modules"):
+        test_the_top_level_binds_nothing_into_modules()

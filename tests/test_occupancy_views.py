@@ -18,7 +18,7 @@ from conftest import ROOT, raw_document
 from helpers import DEFAULT_SHAPE
 from helpers.occupancy.calculator import UNLIMITED, occupancy
 from helpers.occupancy.gpus import PRODUCTS, gpu_spec
-from helpers import occupancy_charts as oc
+from helpers import Session, occupancy_charts as oc
 
 GPUS = list(PRODUCTS)
 DEFAULT_TRACES = sorted((ROOT / "notebooks" / "traces").glob(f"*/*__{DEFAULT_SHAPE.key}.json.gz"))
@@ -26,7 +26,7 @@ DEFAULT_TRACES = sorted((ROOT / "notebooks" / "traces").glob(f"*/*__{DEFAULT_SHA
 
 @pytest.fixture(scope="module")
 def kernels():
-    return oc.traced_kernels()
+    return oc.traced_kernels(Session(mode="replay").recorded())
 
 
 def _raw_kernels() -> dict[tuple, str]:
@@ -212,7 +212,7 @@ def test_sm_drawing_fills_what_the_calculator_uses():
 @pytest.fixture(scope="module")
 def profiles():
     from helpers import occupancy_lessons as lessons
-    return lessons.load_stages(mode="replay")
+    return Session(mode="replay").load_stages(lessons.STAGES)
 
 
 def test_arithmetic_lands_on_the_calculator(profiles):
@@ -270,7 +270,7 @@ def test_cupti_zero_table_reads_the_traces(profiles):
 
 def test_smem_cliff_table_is_the_recording():
     from helpers import occupancy_lessons as lessons
-    events, prov, source = lessons.smem_cliff_events(mode="replay")
+    events, prov, source = Session(mode="replay").smem_cliff()
     assert "Replaying" in source
     table = lessons.smem_cliff(events, prov)
     calls = {e["args"].get("correlation"): e["name"] for e in events

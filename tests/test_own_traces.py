@@ -541,7 +541,7 @@ def test_the_chapters_guess_and_explorer_work_on_a_recorded_step(path, monkeypat
     assert judge(events, str(len(raw_last_step(path)[0])))["verdict"] == "right"
     assert judge(events, "0")["verdict"] == "wrong"
     drawn = []
-    import helpers.chapters.own_model as chapter  # the module behind helpers.own_model's namespace
+    import helpers.chapters.own_model as chapter  # helpers.own_model itself
     monkeypatch.setattr(chapter, "display", lambda obj: drawn.append(obj))
     explorer = own_model.timeline_explorer(prof)
     slider = explorer.children[1]

@@ -106,35 +106,36 @@ def _under(paths, folder: Path) -> list[str]:
 def test_every_page_loads_the_configured_set(synthetic, capsys):
     """Each page's loads, as its notebook makes them; every file opened is the copy's, none the H200's."""
     global OPENED
-    from helpers import (counters, occupancy_calculator, occupancy_charts, occupancy_lessons, occupancy_truth,
-                         own_model, roofline)
+    from helpers import (counters, hub as hub_page, occupancy_calculator, occupancy_charts, occupancy_lessons,
+                         occupancy_truth, roofline)
     OPENED = []
     try:
+        s = helpers.Session()   # the notebook's one session object: the configuration alone picks the set
         # every stage chapter and 08: the Profiles, the sweep's shapes, the hub page
-        names = ReplaySet.configured().stages()
-        profiles = helpers.profile_stages(names)
-        hub = helpers.profile_hub_flash(mode="replay")
-        sweep = helpers.sweep(["flex"], helpers.recorded_shapes("flex"))
+        names = s.replay_set.stages()
+        profiles = s.stages(names)
+        hub = hub_page.page(*s.hub_flash())
+        sweep = s.sweep(["flex"], s.shapes("flex"))
         # 05, 07, 09: the counters, their reports' links, the ceilings, the roofline's recorded traces
-        c = counters.collect(["naive", "sdpa_flash", "sdpa_cudnn"], sweep=roofline.sweep_shapes()[:2],
-                             sweep_stages=["sdpa_flash"])
+        c = counters.show(s.counters(["naive", "sdpa_flash", "sdpa_cudnn"], sweep=s.ncu_shapes("sdpa_flash")[:2],
+                                     sweep_stages=["sdpa_flash"]))
         links = counters.report_links(c, ["sdpa_flash", "sdpa_cudnn", "calibration__bfloat16_4096x4096x4096"])
-        roof = roofline.load_ceilings(c, quiet=True)
-        times = roofline.timings(c)
+        roof = roofline.load_ceilings(c, *s.ceilings(), quiet=True)
+        times = roofline.timings(s.timed(c))
         points = roofline.points(c, roof, times)
         # 07: the lessons' stages, the shared-memory experiment, the truth table, the calculator's presets
-        lessons = occupancy_lessons.load_stages()
-        events, smem_provenance, smem_source = occupancy_lessons.smem_cliff_events()
-        truth = occupancy_truth.occupancy_truth(c, {})
-        kernels = occupancy_charts.traced_kernels()
-        occupancy_calculator.calculator()
+        lessons = s.load_stages(occupancy_lessons.STAGES)
+        events, smem_provenance, smem_source = s.smem_cliff()
+        truth = occupancy_truth.occupancy_truth(c, s.forwards(c))
+        kernels = occupancy_charts.traced_kernels(s.recorded())
+        occupancy_calculator.calculator(s.recorded())
         # 10: the own model's experiments; 11: training
-        forward = own_model.profile("encoder_forward")
-        nosteps = own_model.recording("encoder_forward_nosteps")
-        trainings = helpers.profile_trainings(("naive", "sdpa_flash"))
-        memory = helpers.memory_recording()
-        snaps = helpers.snapshots(("naive", "sdpa_flash"), memory=memory)
-        backward = helpers.training_counters()
+        forward = s.own_model("encoder_forward")
+        nosteps = s.own_model_trace("encoder_forward_nosteps")
+        trainings = s.training(("naive", "sdpa_flash"))
+        memory = s.memory()
+        snaps = s.snapshots(("naive", "sdpa_flash"), memory=memory)
+        backward = s.training_counters()
     finally:
         opened, OPENED = OPENED, None
     out = capsys.readouterr().out
@@ -154,7 +155,7 @@ def test_every_page_loads_the_configured_set(synthetic, capsys):
     assert {p.provenance.gpu for p in profiles.values()} == {MARK}
     assert all(Path(p.trace_path).parent == synthetic.folder for p in profiles.values())
     assert hub.prof.provenance.gpu == MARK and not hub.stand_in
-    assert set(sweep["gpu"]) == {MARK} if "gpu" in sweep else len(sweep) == len(helpers.recorded_shapes("flex"))
+    assert set(sweep["gpu"]) == {MARK} if "gpu" in sweep else len(sweep) == len(s.shapes("flex"))
     assert c.gpu == MARK and c.provenance["folder"].endswith(f"{NAME}/ncu")
     assert all(t.attrs["csv"].parent == synthetic.dir("ncu") for t in c.kernels.values())
     assert links.count("{download}") == 3 and "h200/" not in links and f"{NAME}/ncu/" in links
@@ -165,7 +166,7 @@ def test_every_page_loads_the_configured_set(synthetic, capsys):
     assert forward.provenance.gpu == MARK and nosteps.parent == synthetic.dir("own_model")
     assert {p.provenance.gpu for p in trainings.values()} == {MARK}
     assert memory["provenance"]["gpu"] == MARK and backward["gpu"] == NAME
-    assert all(s is not None for s in snaps.values())
+    assert all(snap is not None for snap in snaps.values())
     assert MARK in out and "NVIDIA H200 " not in out.replace(MARK, "")
 
 

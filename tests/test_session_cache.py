@@ -65,8 +65,10 @@ def test_a_broken_cache_entry_is_profiled_again(fake_gpu, tmp_path):
     assert len(fake_gpu) == 2 and not prof.reused
 
 
-def test_the_roofline_timings_reuse_the_stage_pages_measurements(fake_gpu):
-    """09's timed forwards (bound into helpers.roofline) come from the same cache as the pages'."""
+def test_the_roofline_timings_reuse_the_stage_pages_measurements(fake_gpu, capsys):
+    """09's timed forwards (a Session's `timed(counters)`) come from the same cache as the pages'."""
+    from types import SimpleNamespace
     modes.profile_stage("sdpa_flash", mode="live", quiet=True)
-    capture = helpers.roofline.timings.keywords["capture"]
-    assert capture("sdpa_flash", helpers.DEFAULT_SHAPE).reused and len(fake_gpu) == 1
+    live_counters = SimpleNamespace(mode="live", gpu="Fake GPU", kernels={("sdpa_flash", helpers.DEFAULT_SHAPE.key): None})
+    [timed] = helpers.Session(mode="live").timed(live_counters, quiet=True)
+    assert timed.reused and timed.stage == "sdpa_flash" and len(fake_gpu) == 1

@@ -384,12 +384,13 @@ def ncu_rows(stage: str, key: str = KEY) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def roofline_run():
-    from helpers import counters, roofline
+    from helpers import Session, counters, roofline
     stages = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "naive_compiled", "flex"]
-    sweep = roofline.sweep_shapes()
-    c = counters.collect(stages, sweep=sweep, sweep_stages=roofline.SWEEP_STAGES)
-    roof = roofline.load_ceilings(c, quiet=True)
-    times = roofline.timings(c, quiet=True)
+    s = Session()   # as 09 has it
+    sweep = s.ncu_shapes("sdpa_flash")
+    c = s.counters(stages, sweep=sweep, sweep_stages=roofline.SWEEP_STAGES)
+    roof = roofline.load_ceilings(c, *s.ceilings(), quiet=True)
+    times = roofline.timings(s.timed(c, quiet=True))
     return c, roof, times
 
 
@@ -509,11 +510,12 @@ def ncu_read_written(stage: str) -> tuple[float, float]:
 
 
 def test_chapter_05_measured_bytes_and_the_ratio_a_reader_guesses():
-    from helpers import counters, profile_stages
+    from helpers import Session, counters
     stages = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"]
-    profiles = profile_stages(stages[:5])
-    hbm = counters.collect(stages)
-    m = counters.hbm_measured(hbm, profiles)
+    s = Session()   # as 05 has it
+    profiles = s.stages(stages[:5])
+    hbm = s.counters(stages)
+    m = counters.hbm_measured(hbm, s.forwards(hbm, profiles))
     for stage, r in m.iterrows():
         read, written = ncu_read_written(stage)
         assert r["read MB"] == pytest.approx(read / 1e6, abs=0.051), stage
@@ -528,8 +530,10 @@ def test_chapter_05_measured_bytes_and_the_ratio_a_reader_guesses():
 
 
 def test_chapter_09_work_table_gflop_is_its_ratio_times_the_model():
-    from helpers import counters, roofline
-    c = counters.collect(["sdpa_flash", "naive"], sweep=roofline.sweep_shapes(), sweep_stages=roofline.SWEEP_STAGES)
+    from helpers import Session, counters, roofline
+    session = Session()
+    c = session.counters(["sdpa_flash", "naive"], sweep=session.ncu_shapes("sdpa_flash"),
+                         sweep_stages=roofline.SWEEP_STAGES)
     w = counters.work(c)
     for _, r in w.iterrows():
         s = re.search(r"_s(\d+)_d(\d+)", KEY)
@@ -705,8 +709,8 @@ def test_the_status_words_say_who_has_what():
 
 @pytest.fixture(scope="module")
 def occ_profiles():
-    from helpers import occupancy_lessons
-    return occupancy_lessons.load_stages()
+    from helpers import Session, occupancy_lessons
+    return Session().load_stages(occupancy_lessons.STAGES)
 
 
 def test_chapter_07_longest_kernel_gpu_time_and_tflops_from_the_raw_events(occ_profiles):
@@ -729,9 +733,11 @@ def test_chapter_07_longest_kernel_gpu_time_and_tflops_from_the_raw_events(occ_p
 
 
 def test_chapter_07_achieved_over_theoretical_is_its_two_columns(occ_profiles):
-    from helpers import counters
+    from helpers import Session
     from helpers.chapters import occupancy_lessons as lessons, occupancy_truth as truth
-    t = truth.occupancy_truth(counters.collect(lessons.STAGES), occ_profiles)
+    s = Session()
+    hw = s.counters(lessons.STAGES)
+    t = truth.occupancy_truth(hw, s.forwards(hw, occ_profiles))
     assert len(t)
     for _, r in t.iterrows():
         if r["calculator %"]:
@@ -767,7 +773,7 @@ def test_chapter_06b_fused_kernel_first_call_and_speed_from_the_recording(stage_
 
 
 def test_chapter_06c_call_gap_and_sweep_from_the_recording(stage_profiles):
-    from helpers import profile_stage
+    from helpers import Session
     from helpers.chapters import flex
     named = {s: stage_profiles[s] for s in ("sdpa_flash", "flex", "flex_sliding")}
     gap = flex.call_gap(named)
@@ -777,7 +783,7 @@ def test_chapter_06c_call_gap_and_sweep_from_the_recording(stage_profiles):
         if bench:
             assert r["GPU busy %"] == pytest.approx(100 * gpu / bench, abs=0.051), stage
             assert r["GPU busy %"] <= 100.05 or gpu > bench
-    sweep = flex.gap_sweep(fetch=profile_stage, mode="replay")
+    sweep = flex.gap_sweep(Session(mode="replay").grid(flex.GAP_STAGES, flex.gap_shapes()))
     ratio = {}
     for _, r in sweep.iterrows():
         path = next(H200.glob(f"{r['stage']}__b8_h16_s{r['seq']}_d64_*.json.gz"))
@@ -848,7 +854,9 @@ def test_the_browser_calculator_gives_ncus_limits_for_every_recorded_kernel():
               "process.stdout.write(JSON.stringify(input.launches.map(([t, r, s]) => {"
               " const d = calc.detail('9.0', t, r, s); return {blocks: d.activeBlocks, limits: d.blockLimits,"
               " warps: d.activeWarps, max: d.maxWarps, util: d.utilization, rpb: d.registersPerBlock}; })));")
-    data = calculator_data()
+    from helpers import Session
+    from helpers.occupancy.charts import traced_kernels
+    data = calculator_data(traced_kernels(Session(mode="replay").recorded()))
     out = subprocess.run([node, "-e", script], input=json.dumps({"data": data, "launches": [k["launch"] for k in launches]}),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]

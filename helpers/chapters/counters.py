@@ -3,10 +3,11 @@ one ncu process per page, with a progress bar) where ncu runs and the GPU permit
 the replay set, with the reason; the work they count turned into FLOPs by two calibration
 matmuls; and the DRAM bytes each forward moved, beside the bytes derived from the shape.
 
-    from helpers import counters                     # collect bound to helpers.sources.counters
-    c = counters.collect(["naive", "sdpa_flash"])     # prints where the counters come from
+    from helpers import Session, counters
+    s = Session()
+    c = counters.show(s.counters(["naive", "sdpa_flash"]))   # says where the counters come from
     c.stage("sdpa_flash")                             # one row per kernel (helpers.sources.ncu.kernels)
-    counters.hbm_measured(c, profiles)                # measured and modelled bytes per forward
+    counters.hbm_measured(c, s.forwards(c))           # measured and modelled bytes per forward
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ..core.profile import Profile
 from ..core import config
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, Shape, get_stage
 from .claims import hbm_traffic
+from ..views.notes import show_counters
 from ..views.prose import glue
 
 MB = 1e6
@@ -30,6 +32,13 @@ COPIES = "copies MB (trace)"   # memcpy and memset: no kernel, so no ncu row; th
 # the work counters that carry FLOPs, one per family so nothing is counted twice: the tensor
 # pipe's ops of every instruction (HMMA and Hopper's HGMMA alike) by source type, and FFMA
 TENSOR_TOTAL, FFMA = q.TENSOR_TOTAL, q.FFMA   # the ledger's (helpers.core.quantities)
+
+
+def show(c: Counters) -> Counters:
+    """Show where the counters come from, as a page shows it (live: one line; replayed: the line,
+    with why they are not live folded under it), and hand them back."""
+    show_counters(c)
+    return c
 
 
 # ------------------------------------------------------------------------------------------ work
@@ -205,23 +214,20 @@ def copy_bytes(prof: Profile) -> int:
     return total
 
 
-def hbm_measured(c: Counters, profiles: Mapping[str, Profile] | None = None,
-                 shape: Shape = DEFAULT_SHAPE, *, fetch=None) -> pd.DataFrame:
+def hbm_measured(c: Counters, profiles: Mapping[str, Profile], shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame:
     """The measured DRAM bytes per forward beside the bytes derived from the shape (`claims.
     hbm_traffic`'s model: score passes between the matmuls, plus q, k, v and the output).
 
     ncu measures kernels; a forward's memcpy and memset move bytes outside any kernel, so their
-    bytes come from the trace (the event's size) and are added to make the forward's total. A
-    stage missing from `profiles` is loaded from the GPU the counters come from with
-    `fetch(stage, shape, mode)` (helpers.counters.hbm_measured is handed profile_stage)."""
-    profiles = dict(profiles or {})
+    bytes come from the trace (the event's size) and are added to make the forward's total.
+    `profiles` holds the forward of every stage the counters hold at `shape`, from the GPU they
+    come from (a Session's `forwards(c, profiles)`)."""
+    profiles = dict(profiles)
     measured = dram_bytes(c, shape).set_index("stage")
-    for stage in measured.index:
-        if stage not in profiles or profiles[stage].shape != shape:
-            if fetch is None:
-                raise ValueError(f"hbm_measured needs the profile of {stage} at {shape.key}: pass it in "
-                                 f"`profiles`, or call helpers.counters.hbm_measured, which fetches it")
-            profiles[stage] = fetch(stage, shape, "auto" if c.mode == "live" else "replay")
+    missing = [s for s in measured.index if s not in profiles or profiles[s].shape != shape]
+    if missing:
+        raise ValueError(f"hbm_measured needs the profiles of {', '.join(missing)} at {shape.key}: pass "
+                         f"them in `profiles` (a Session's forwards(counters) fetches them)")
     measured[COPIES] = [copy_bytes(profiles[s]) / MB for s in measured.index]
     measured["forward MB"] = measured["measured MB"] + measured[COPIES]
     model = hbm_traffic({s: profiles[s] for s in measured.index})

@@ -11,6 +11,7 @@ and the shape, not on the GPU."""
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -200,33 +201,30 @@ def cpu_share(prof: Profile) -> pd.DataFrame:
     return layers
 
 
-def gap_sweep(stages: tuple[str, ...] = ("sdpa_flash", *FLEX), seqs: tuple[int, ...] = SWEEP_SEQS,
-              mode: str = "auto", known: dict[str, Profile] | None = None,
-              keep: dict | None = None, *, fetch) -> pd.DataFrame:
-    """GPU time and time per call at each seq (head_dim 64), one row per stage and seq; a profile
-    in `known` at its own shape is used as it is (live, each capture compiles afresh). `keep`,
-    if given, receives every profile as {(stage, seq): Profile}. `fetch(stage, shape, mode)` profiles
-    one (helpers.flex.gap_sweep hands it profile_stage)."""
-    known = known or {}
+GAP_STAGES = ("sdpa_flash", *FLEX)   # the stages of the call-gap sweep
+
+
+def gap_shapes(seqs: tuple[int, ...] = SWEEP_SEQS) -> list[Shape]:
+    """The call-gap sweep's shapes: the default shape at each seq (head_dim 64)."""
+    return [Shape(seq=seq) for seq in seqs]
+
+
+def gap_sweep(grid: Mapping[tuple[str, Shape], Profile]) -> pd.DataFrame:
+    """GPU time and time per call at each seq, one row per stage and seq, in `grid`'s order: a
+    Session's `grid(GAP_STAGES, gap_shapes(), known=profiles)` (live, each capture compiles afresh)."""
     rows = []
-    for seq in seqs:
-        shape = Shape(seq=seq)
-        for stage in stages:
-            prof = known.get(stage)
-            if prof is None or prof.shape != shape:
-                prof = fetch(stage, shape, mode)
-            if keep is not None:
-                keep[(stage, seq)] = prof
-            s = prof.summary()
-            bench = s["do_bench_us"]
-            setup = getattr(prof.provenance, "setup_seconds", None)
-            visited = _visited(stage, shape)
-            rows.append({"stage": stage, "seq": seq, "GPU µs": round(float(s["gpu_time_us"]), 1),
-                         "do_bench µs": None if bench is None else round(float(bench), 1),
-                         "do_bench / GPU": None if not bench else round(float(bench) / float(s["gpu_time_us"]), 2),
-                         "blocks visited": visited,
-                         "mask set-up ms": None if setup is None else round(setup * 1e3, 1),
-                         "measured": f"{prof.mode} on {prof.provenance.gpu}"})
+    for (stage, shape), prof in grid.items():
+        seq = shape.seq
+        s = prof.summary()
+        bench = s["do_bench_us"]
+        setup = getattr(prof.provenance, "setup_seconds", None)
+        visited = _visited(stage, shape)
+        rows.append({"stage": stage, "seq": seq, "GPU µs": round(float(s["gpu_time_us"]), 1),
+                     "do_bench µs": None if bench is None else round(float(bench), 1),
+                     "do_bench / GPU": None if not bench else round(float(bench) / float(s["gpu_time_us"]), 2),
+                     "blocks visited": visited,
+                     "mask set-up ms": None if setup is None else round(setup * 1e3, 1),
+                     "measured": f"{prof.mode} on {prof.provenance.gpu}"})
     return pd.DataFrame(rows).astype({"blocks visited": "Int64"})
 
 
@@ -251,6 +249,12 @@ def widest_gap(sweep: pd.DataFrame, stage: str = "flex") -> int:
     """The seq at which `stage`'s call outlasts its kernel the most (do_bench / GPU)."""
     rows = sweep[sweep["stage"] == stage].dropna(subset=["do_bench / GPU"])
     return int(rows.sort_values("do_bench / GPU").iloc[-1]["seq"])
+
+
+def widest(grid: Mapping[tuple[str, Shape], Profile], sweep: pd.DataFrame, stage: str = "flex") -> Profile:
+    """`stage`'s profile in `grid` at the seq where its call outlasts its kernel the most."""
+    seq = widest_gap(sweep, stage)
+    return next(prof for (name, shape), prof in grid.items() if name == stage and shape.seq == seq)
 
 
 def glue_widest(prof: Profile) -> dict:

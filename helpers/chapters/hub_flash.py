@@ -1,6 +1,11 @@
 """The hub_flash page: FlashAttention-2 from the Hub against SDPA's vendored FlashAttention-2
 (sdpa_flash): same algorithm, different binary, no layout transposes; the launch, registers,
-shared memory, occupancy and time, each computed from the two traces."""
+shared memory, occupancy and time, each computed from the two traces.
+
+    from helpers import Session, hub
+    prof, status, loaded, stand_in = Session().hub_flash()
+    hf = hub.page(prof, status, loaded, stand_in)   # the trace, what it is, and why it is not live
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +14,7 @@ import pandas as pd
 
 from ..core import trace
 from ..core.bound import ABOUT_THE_SAME, SAME_WITHIN, speed_words
-from ..core.hub_kernel import STAGE, loaded_from
+from ..core.hub_kernel import FIX, STAGE, loaded_from
 from ..core.profile import TraceError
 from ..core.stages import DEFAULT_SHAPE, Shape
 from ..views.notes import how_recorded, not_live
@@ -67,6 +72,17 @@ class HubFlash:
         if self.prof.mode != "live" and self.recorded_how:
             return how_recorded(self.recorded_how, "How this trace was recorded")
         return HTML("")
+
+
+def page(prof, status: str, loaded: bool, stand_in: bool = False) -> HubFlash:
+    """The page's trace as a Session's `hub_flash()` hands it (the Profile, the Hub's status line,
+    whether the kernel loaded here, sdpa_flash's stand-in), as `HubFlash`; where the kernel is not
+    loaded here, why the page is not live, folded under one line, in the reader's terms."""
+    if not loaded:
+        from IPython.display import display
+        display(not_live("The Hub's FlashAttention-2 kernel is not loaded on this machine; the page "
+                         "shows its recorded trace.", status, FIX))
+    return HubFlash(prof, status, stand_in)
 
 
 def summary_markdown(hub, others: dict):

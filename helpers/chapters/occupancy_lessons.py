@@ -1,8 +1,9 @@
 """The logic of "7. Occupancy math": every number the page shows is worked out here, from the
 stage traces and helpers.occupancy, never typed in. The notebook only calls these functions.
 
-* ``load_stages``: the stage profiles (live on a GPU, else the replay set), with a fallback to
-  the recording for a stage this GPU cannot run;
+* ``STAGES``: the stages whose profiles the page is handed (a Session's ``load_stages(STAGES)``:
+  live on a GPU, else the replay set, with a fallback to the recording for a stage this GPU
+  cannot run);
 * ``arithmetic``: the occupancy arithmetic of one kernel, step by step, checked against
   ``occupancy()``;
 * ``granularity``: why 40 registers a thread gives 48 warps and not 51;

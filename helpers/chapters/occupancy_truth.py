@@ -4,10 +4,10 @@ columns), and the occupancy the hardware sustained (Nsight Compute's achieved oc
 ``sm__warps_active.avg.pct_of_peak_sustained_active``), with ncu's own theoretical figure beside
 the calculator's.
 
-    from helpers.chapters import counters
-    from helpers.chapters import truth
-    c = counters.collect(stages)
-    table = truth.occupancy_truth(c, profiles)
+    from helpers import Session, counters, occupancy_truth as truth
+    s = Session()
+    c = counters.show(s.counters(stages))
+    table = truth.occupancy_truth(c, s.forwards(c, profiles))
     truth.chart(table)
 """
 from __future__ import annotations
@@ -20,8 +20,7 @@ import plotly.graph_objects as go
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
 from .counters import Counters
 from ..views.prose import glue
-from ..core.recordings import recorded_profile
-from ..core.profile import Profile, TraceError
+from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, get_stage
 from ..occupancy.calculator import occupancy
 from ..occupancy.charts import limiter_label
@@ -50,17 +49,13 @@ def calculator_from_ncu(row, spec) -> object:
     return occupancy(spec, int(row["threads"]), int(row["registers"]), int(row["shared_memory"]))
 
 
-def _trace(stage: str, c: Counters, shape: Shape, profiles: Mapping[str, Profile] | None) -> Profile | None:
-    """The trace to read CUPTI's estimate from: the given one if it ran on the counters' GPU at the
-    same shape, else the replay set's (recorded on the GPU the recorded counters come from)."""
-    prof = (profiles or {}).get(stage)
+def _trace(stage: str, c: Counters, shape: Shape, profiles: Mapping[str, Profile]) -> Profile | None:
+    """The trace to read CUPTI's estimate from: the one handed if it ran on the counters' GPU at
+    the same shape (a Session's `forwards(c)` hands those), else none."""
+    prof = profiles.get(stage)
     if prof is not None and prof.provenance.gpu == c.gpu and prof.shape == shape:
         return prof
-    try:
-        prof = recorded_profile(stage, shape)
-    except TraceError:
-        return None
-    return prof if prof is not None and prof.provenance.gpu == c.gpu else None
+    return None
 
 
 def _pair(trace_kernels: pd.DataFrame, counted: pd.DataFrame) -> list[int | None]:
@@ -78,11 +73,12 @@ def _pair(trace_kernels: pd.DataFrame, counted: pd.DataFrame) -> list[int | None
     return out
 
 
-def occupancy_truth(c: Counters, profiles: Mapping[str, Profile] | None = None,
+def occupancy_truth(c: Counters, profiles: Mapping[str, Profile],
                     stages: Sequence[str] | None = None, shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame:
     """One row per kernel of each stage's forward: CUPTI's estimate from the trace, the
     calculator's theoretical occupancy from ncu's launch columns, ncu's theoretical and achieved
-    occupancy, the limiter, and ncu's time for the kernel."""
+    occupancy, the limiter, and ncu's time for the kernel. `profiles`: the stages' forwards on the
+    counters' GPU (a Session's `forwards(c, profiles)`)."""
     spec = spec_for(c)
     rows = []
     for stage in stages or c.stages:

@@ -2,8 +2,8 @@
 
 The guess is about a whole step, not a list of kernels: how many GPU events it launches, and
 whether the CPU or the GPU bounds it. The look is computed from the trace (`breakdown`).
-Acquisition (`helpers.own_model.profile`, `.recording`) is bound by helpers' top level from
-helpers/sources/own_model.py: this module never imports sources.
+Each function is handed the experiment's Profile (a Session's `own_model(name)`, live or its
+recording): this module never imports sources and reads no file.
 """
 from __future__ import annotations
 

@@ -7,10 +7,12 @@ time. The roof over a point is the lower of two ceilings measured on that GPU wi
 triton.testing.do_bench: a bf16 matmul's FLOP/s, and a device-to-device copy's bytes per second
 times the intensity. The datasheet's figures are drawn too, labelled as the datasheet's.
 
-    from helpers.chapters import counters, roofline
-    c = counters.collect(stages)
-    roof = roofline.load_ceilings(c)
-    times = roofline.timings(c)
+    from helpers import Session, counters, roofline
+    s = Session()
+    c = counters.show(s.counters(stages))
+    recorded, measured = s.ceilings()
+    roof = roofline.load_ceilings(c, recorded, measured)
+    times = roofline.timings(s.timed(c))
     pts = roofline.points(c, roof, times)
     roofline.chart(pts, roof, roofline.kernel_points(c, roof))
 """
@@ -24,7 +26,6 @@ import plotly.graph_objects as go
 
 from ..core.bound import LINE, bound
 from ..core.profile import Profile
-from ..core.recordings import recorded_ncu_shapes, recorded_profile
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, STAGES, Shape, get_stage, stages_where  # noqa: F401
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
 from ..core import quantities as q
@@ -75,17 +76,17 @@ def pipe_roof(roof: dict, pipe: str | None) -> float:
     return roof["fp32 TFLOP/s"] if pipe == q.FFMA_PIPE and roof.get("fp32 TFLOP/s") else roof["matmul TFLOP/s"]
 
 
-def load_ceilings(c: Counters | None = None, mode: str = "auto", quiet: bool = False, *, fetch_live, recorded) -> dict:
-    """The roofs of the GPU the counters `c` come from: measured now where this process has a
-    CUDA GPU, else the replay set's recording. Where the counters are replayed from another GPU
-    than this one, the roofs are that GPU's recording (a point belongs under its own GPU's roof),
-    and those measured live here ride along under "live", for the table.
+def load_ceilings(c: Counters | None, recorded: pd.DataFrame | None,
+                  measured: tuple[pd.DataFrame, str] | None = None, quiet: bool = False) -> dict:
+    """The roofs of the GPU the counters `c` come from: `measured` (this GPU's ceilings and its
+    name, measured now where this process has a CUDA GPU; else None), else `recorded` (the replay
+    set's recording). Where the counters are replayed from another GPU than this one, the roofs
+    are that GPU's recording (a point belongs under its own GPU's roof), and those measured live
+    here ride along under "live", for the table.
 
     Returns {"matmul TFLOP/s", "copy TB/s", "ridge FLOP/B", "gpu", "mode", "table", "datasheet",
     "live"}; the datasheet's figures for that GPU (or None) are labelled as the datasheet's.
-    `fetch_live(mode)` gives (this GPU's ceilings, its name) or None, `recorded()` the replay set's:
-    helpers.roofline.load_ceilings is handed sources.ceilings' own."""
-    measured = fetch_live(mode)
+    A Session's `ceilings()` is the pair (recorded, measured)."""
     pipes = pipe_roofs(c) if c is not None and c.calibration else None
     live = None if measured is None else _roof(measured[0], measured[1], "live",
                                                pipes if c is not None and c.gpu == measured[1] else None)
@@ -93,7 +94,9 @@ def load_ceilings(c: Counters | None = None, mode: str = "auto", quiet: bool = F
         roof = live
         line = f"Measured the ceilings live on {live['gpu']} with triton.testing.do_bench."
     else:
-        table = recorded()
+        if recorded is None:
+            raise ValueError("no ceilings: none measured here and none recorded for this replay set")
+        table = recorded
         p = table.attrs.get("provenance", {})
         roof = _roof(table, p.get("gpu", "?"), "replay", pipes)
         roof["live"] = live
@@ -144,45 +147,13 @@ def roof_at(intensity, roof: dict, pipe: str | None = None) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------- points
 
-def timings(c: Counters, quiet: bool = False, *, capture=None) -> pd.DataFrame:
-    """The profiler's GPU time and do_bench's median per forward, for every (stage, shape) whose
-    counters `c` holds, on the GPU the counters come from: live (torch.profiler, then do_bench,
-    with a progress bar) when the counters were measured live, else the replay set's traces
-    (recorded on that GPU). A (stage, shape) without a trace is left out. `capture(stage, shape)`
-    profiles one live (helpers.roofline.timings is handed the session-cached capture)."""
-    jobs = [(stage, Shape.from_key(key)) for stage, key in c.kernels]
-    rows = []
-    if c.mode == "live":
-        import ipywidgets as w
-        from IPython.display import display
-
-        bar = w.IntProgress(min=0, max=len(jobs), description="do_bench")
-        display(bar)
-        for stage, shape in jobs:
-            try:
-                prof = capture(stage, shape)
-            except Exception as err:  # noqa: BLE001 - a stage this GPU can't run has no timing
-                if not quiet:
-                    print(f"  {stage} at {shape.key}: not timed here ({type(err).__name__}: {str(err)[:160]})")
-                bar.value += 1
-                continue
-            rows.append(_timing(prof))
-            bar.value += 1
-        bar.description = "done"
-    else:
-        from ..core.profile import TraceError
-        for stage, shape in jobs:
-            try:
-                prof = recorded_profile(stage, shape)
-            except TraceError:
-                continue
-            if prof is not None and prof.provenance.gpu == c.gpu:
-                rows.append(_timing(prof))
-        if not quiet and rows:
-            print(f"Replaying the profiler's and do_bench's times of {len(rows)} forwards, recorded on "
-                  f"{prof.provenance.description}.")
-    return pd.DataFrame(rows, columns=["stage", "shape", "profiler GPU µs", "CPU µs", "do_bench µs",
-                                       "copy bytes", "copy µs"])
+def timings(profiles: Sequence[Profile]) -> pd.DataFrame:
+    """The profiler's GPU time and do_bench's median per forward, one row per profile: the
+    forwards of every (stage, shape) whose counters a page holds, on the GPU the counters come
+    from (a Session's `timed(c)`: live, or the replay set's traces recorded on that GPU)."""
+    return pd.DataFrame([_timing(prof) for prof in profiles],
+                        columns=["stage", "shape", "profiler GPU µs", "CPU µs", "do_bench µs",
+                                 "copy bytes", "copy µs"])
 
 
 def _timing(prof: Profile) -> dict:
@@ -536,11 +507,6 @@ def glue_kernels(kernels: pd.DataFrame) -> dict:
     for key, value in values.items():
         glue(f"roof_{key}", value)
     return values
-
-
-def sweep_shapes(stage: str = "sdpa_flash") -> list[Shape]:
-    """The shapes whose counters were recorded for `stage` (the sweep), shortest sequence first."""
-    return recorded_ncu_shapes(stage)
 
 
 def _direction(rows: pd.DataFrame) -> str:

@@ -30,7 +30,7 @@ class Counters:
             return self.kernels[(stage, shape.key)]
         except KeyError:
             raise TraceError(f"No counters of {stage} at {shape.key} were collected; pass it to "
-                             f"counters.collect().") from None
+                             f"the session's counters().") from None
 
     @property
     def stages(self) -> list[str]:

@@ -213,6 +213,15 @@ class Profile:
             json.dump(document, f, separators=(",", ":"))
         return path
 
+    def trace_bytes(self) -> bytes:
+        """The gzipped Kineto trace: in replay the recorded file as it is, live the trace just
+        taken (written the way `save` writes it, provenance inside)."""
+        if self.mode == "replay" and self.trace_path is not None and Path(self.trace_path).is_file():
+            return Path(self.trace_path).read_bytes()
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            return self.save(Path(tmp) / "trace.json.gz").read_bytes()
+
     @classmethod
     def load(cls, path: str | Path, mode: str = "replay") -> "Profile":
         path = Path(path)

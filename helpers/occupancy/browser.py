@@ -1,8 +1,8 @@
 """The occupancy calculator that calculates in the reader's browser: in the static book (no
 kernel, no network), in JupyterLab and in Colab, from one HTML output.
 
-    from helpers import occupancy_calculator
-    occupancy_calculator.calculator()      # presets: every kernel of the recorded stage traces
+    from helpers import Session, occupancy_calculator
+    occupancy_calculator.calculator(Session().recorded())   # presets: every kernel of the recorded stage traces
 
 The output is self-contained: a stylesheet, the data below, and two scripts next to this module,
 inlined (``js/occupancy.js``, the arithmetic; ``js/calculator.js``, the page: fields, results,
@@ -120,10 +120,11 @@ def _initial(presets: list[dict], gpu: str | None) -> dict:
     return start
 
 
-def calculator_data(presets: pd.DataFrame | None = None, gpu: str | None = None,
+def calculator_data(presets: pd.DataFrame, gpu: str | None = None,
                     source: str | None = None) -> dict:
-    """Everything the browser calculator reads, computed here: see the module docstring."""
-    kernels = traced_kernels() if presets is None else presets
+    """Everything the browser calculator reads, computed here: see the module docstring.
+    ``presets``: a ``traced_kernels()`` table (the kernels the preset buttons load)."""
+    kernels = presets
     preset_rows = presets_from_kernels(kernels)
     return {
         "version": 1,
@@ -197,10 +198,10 @@ def _local_gpu() -> str | None:
         return None
 
 
-def calculator(presets_from: Sequence[Profile] | pd.DataFrame | None = None,
-               gpu: str | None = None) -> Calculator:
-    """The calculator. ``presets_from``: profiles whose kernels become preset buttons, or a
-    ``traced_kernels()`` table; default: every stage of the replay set at the default shape.
+def calculator(presets_from: Sequence[Profile] | pd.DataFrame, gpu: str | None = None) -> Calculator:
+    """The calculator. ``presets_from``: profiles whose kernels become preset buttons (a
+    Session's ``recorded()``: every stage of the replay set at the default shape), or a
+    ``traced_kernels()`` table.
     ``gpu``: the GPU to start on (default: this machine's, when the table knows it; else the GPU
     the first preset was traced on). A link's configuration (in the book) takes precedence."""
     if isinstance(presets_from, pd.DataFrame):
@@ -274,9 +275,9 @@ class KernelLinks:
         return {"text/html": self.to_html(), "text/plain": text}
 
 
-def kernel_links(kernels: Sequence[Profile] | pd.DataFrame | None = None) -> KernelLinks:
-    """Every kernel of ``kernels`` (profiles, or a ``traced_kernels()`` table; default: the
-    replay set) with its theoretical occupancy and a link to the calculator with it loaded."""
+def kernel_links(kernels: Sequence[Profile] | pd.DataFrame) -> KernelLinks:
+    """Every kernel of ``kernels`` (profiles, or a ``traced_kernels()`` table) with its
+    theoretical occupancy and a link to the calculator with it loaded."""
     table = kernels if isinstance(kernels, pd.DataFrame) else traced_kernels(kernels)
     rows = []
     for p in presets_from_kernels(table):

@@ -51,21 +51,16 @@ def _gpu_label(spec: GPUSpec) -> str:
 
 # ------------------------------------------------------------------------------------ kernels
 
-def traced_kernels(profiles: Sequence[Profile] | None = None) -> pd.DataFrame:
-    """One row per distinct kernel in the traces of ``profiles`` (default: the replay set of
-    every stage at the default shape), with its launch values exactly as the trace has them.
+def traced_kernels(profiles: Sequence[Profile]) -> pd.DataFrame:
+    """One row per distinct kernel in the traces of ``profiles`` (the calculator's presets: a
+    Session's ``recorded()``, every stage of the replay set at the default shape), with its
+    launch values exactly as the trace has them.
 
     A kernel that several stages launch (the cuDNN kernel of sdpa_cudnn and sdpa_auto) is one
     row; ``stages`` names them all. Columns: label, name, kind, stages, gpu, capability,
     sm_count, registers, threads, shared_memory, block, grid, grid_blocks, est_occupancy_pct,
     launched_by, dur_us.
     """
-    source = None
-    if profiles is None:
-        profiles = recorded_profiles()
-        if profiles:
-            source = (f"Replaying the recorded traces of {len(profiles)} stages for the kernels: "
-                      f"recorded on {profiles[0].provenance.description}.")
     rows: dict[tuple, dict] = {}
     for prof in profiles:
         k = prof.kernels()
@@ -93,13 +88,13 @@ def traced_kernels(profiles: Sequence[Profile] | None = None) -> pd.DataFrame:
     table = pd.DataFrame(list(rows.values()))
     if len(table):
         table["stages"] = table["stages"].map(", ".join)
-    table.attrs["source"] = source or (
+    replayed = bool(profiles) and all(p.mode == "replay" for p in profiles)
+    table.attrs["source"] = (
+        f"Replaying the recorded traces of {len(profiles)} stages for the kernels: recorded on "
+        f"{profiles[0].provenance.description}." if replayed else
         f"Kernels of {len(profiles)} profiles: " + "; ".join(
             dict.fromkeys(f"{p.mode} on {p.provenance.gpu}" for p in profiles)) + ".")
     return table
-
-
-from ..core.recordings import recorded_profiles  # noqa: E402,F401  (the replay set, read by core)
 
 
 def spec_of(prof_or_gpu) -> GPUSpec:

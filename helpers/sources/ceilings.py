@@ -95,7 +95,7 @@ def load(gpu: str | None = None, path: Path | None = None) -> pd.DataFrame:
 
 def fetch_live(mode: str = "auto") -> tuple[pd.DataFrame, str] | None:
     """This GPU's ceilings and its name where the decision is live (measured once per session),
-    else None: what roofline.load_ceilings is handed."""
+    else None: what roofline.load_ceilings is handed (a Session's ceilings())."""
     from .modes import resolve_mode
     if resolve_mode(mode) != "live":
         return None

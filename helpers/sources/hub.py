@@ -14,7 +14,7 @@ def fetch_hub_flash(shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
     whether the trace is sdpa_flash's stand-in).
 
     Where the kernel loaded, prints where it came from; where it did not, the caller folds the
-    reason under its replay line (helpers.profile_hub_flash), never an exception's text."""
+    reason under its replay line (helpers.hub.page), never an exception's text."""
     loaded, line = loading()
     if loaded:
         print(line)

@@ -152,16 +152,16 @@ def closing_stages(mode: str = "auto") -> list[str]:
     return [s for s in STAGES if DEFAULT_SHAPE in recorded_shapes(s)]
 
 
-def load_stages(stages: Sequence[str], mode: str = "auto") -> dict[str, Profile]:
+def load_stages(stages: Sequence[str], mode: str = "auto", gpu: str | None = None) -> dict[str, Profile]:
     """Each stage profiled live (on a GPU) or replayed; a stage this GPU cannot run is replayed
-    from the recording, and the one-line banner says which is which."""
+    from the recording, and the one-line banner says which is which. `gpu`: that GPU's replay set."""
     profiles, notes = {}, []
     for stage in stages:
         try:
-            profiles[stage] = profile_stage(stage, mode=mode, quiet=True)
+            profiles[stage] = profile_stage(stage, mode=mode, quiet=True, gpu=gpu)
         except StageUnavailable as err:
             try:
-                profiles[stage] = profile_stage(stage, mode="replay", quiet=True)
+                profiles[stage] = profile_stage(stage, mode="replay", quiet=True, gpu=gpu)
                 notes.append(f"{stage} cannot run here ({err}); replaying its recording")
             except TraceError:
                 notes.append(f"{stage} cannot run here and has no recording: left out")

@@ -10,6 +10,13 @@ falls back to (`ReplaySet`), so one GPU has one spelling and one folder:
     s.decision.reason                 # why live or replay, in words
     s.stages(["naive", "sdpa_flash"])   # Profiles, with the one-line banner
 
+Chapters, views and occupancy never fetch: a notebook asks its session and hands them what it got
+(Profiles, tables). Besides the stages: `counters`, `forwards(counters)` (the stages' forwards on
+the counters' GPU), `timed(counters)` (09's timed forwards), `ceilings`, `grid`/`sweep` (stages
+by shapes), `recorded` (the replay set's forwards, the calculator's presets), `shapes`,
+`ncu_shapes`, `closing_stages`, `load_stages`, `smem_cliff`, `hub_flash`, `own_model`,
+`own_model_trace`, `training`, `memory`, `snapshots`, `training_counters`, `inplace`.
+
 `fetch(what, live, recorded)` is the policy itself: `live()` where the decision is live, else
 `recorded()`; in "auto" mode a live attempt that cannot run here (StageUnavailable, or what the
 caller names in `fallback_on`) falls back to the recording and says why; in "live" mode it raises.
@@ -21,7 +28,7 @@ from typing import Callable, Sequence, TypeVar
 
 from ..core.errors import StageUnavailable
 from ..core.replay_set import ReplaySet
-from ..core.stages import DEFAULT_SHAPE, Shape, stages_where
+from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, stages_where
 from . import modes
 from .modes import Decision, decide
 
@@ -89,16 +96,27 @@ class Session:
         return training_counters(self.replay_set.gpu)
 
     def counters(self, stages: Sequence[str], sweep: Sequence[Shape] = (),
-                 sweep_stages: Sequence[str] | None = None, quiet: bool = False):
-        """Nsight Compute's counters of the stages' forwards (sources.counters.collect)."""
+                 sweep_stages: Sequence[str] | None = None, quiet: bool = True):
+        """Nsight Compute's counters of the stages' forwards (sources.counters.collect). Quiet by
+        default: a page shows where they come from with `counters.show(...)` (a folded note);
+        quiet=False prints it in words, outside a page."""
         from .counters import collect
         return collect(stages, sweep, sweep_stages, mode=self._mode(), gpu=self.gpu, quiet=quiet)
 
     def ceilings(self):
         """(the replay set's recorded ceilings, this GPU's measured ones and its name, or None):
-        the two tables roofline.load_ceilings chooses between."""
+        the two tables roofline.load_ceilings chooses between. Where this GPU's are measured, a
+        replay set without ceilings gives None; otherwise its missing recording raises TraceError."""
+        from ..core.errors import TraceError
         from .ceilings import fetch_live, load
-        return load(self.replay_set.gpu), (None if self.gpu is not None else fetch_live(self.mode))
+        measured = None if self.gpu is not None else fetch_live(self.mode)
+        try:
+            recorded = load(self.replay_set.gpu)
+        except TraceError:
+            if measured is None:
+                raise
+            recorded = None
+        return recorded, measured
 
     def own_model(self, name: str):
         """A "Your own model" experiment's Profile, live or its recording (None, with why, where neither)."""
@@ -114,6 +132,130 @@ class Session:
         """The hub_flash page's trace: (Profile, the Hub's status line, loaded here, sdpa_flash's stand-in)."""
         from .hub import fetch_hub_flash
         return fetch_hub_flash(shape, self._mode(), gpu=self.gpu)
+
+    # --- what the closing chapter, the roofline and the occupancy pages ask for -------------
+    def closing_stages(self) -> list[str]:
+        """Every registered stage the closing table can show, in the registry's order: live, all of
+        them (one this GPU can't run is replayed); in replay, those recorded at the default shape."""
+        if self.live:
+            return list(STAGES)
+        return [s for s in STAGES if DEFAULT_SHAPE in self.replay_set.shapes(s)]
+
+    def shapes(self, stage: str) -> list[Shape]:
+        """The shapes at which `stage`'s forward was recorded in this session's replay set."""
+        return self.replay_set.shapes(stage)
+
+    def common_shapes(self, stages: Sequence[str]) -> list[Shape]:
+        """The shapes recorded for every one of `stages`, by head_dim then sequence length."""
+        shared = set.intersection(*(set(self.shapes(s)) for s in stages))
+        return sorted(shared, key=lambda s: (s.head_dim, s.seq))
+
+    def ncu_shapes(self, stage: str = "sdpa_flash") -> list[Shape]:
+        """The shapes whose Nsight Compute counters were recorded for `stage`, shortest sequence first."""
+        return self.replay_set.ncu_shapes(stage)
+
+    def recorded(self, shape: Shape | None = None) -> list:
+        """The replay set's recorded forwards at `shape` (default: the default shape): every stage
+        with a recording, in the registry's order (a corrupt one is left out)."""
+        from ..core.recordings import recorded_profiles
+        return recorded_profiles(shape, self.replay_set.gpu)
+
+    def load_stages(self, stages: Sequence[str]) -> dict:
+        """Each stage live or replayed; one this GPU cannot run is replayed from its recording, and
+        the one-line banner says which is which (modes.load_stages)."""
+        return modes.load_stages(stages, self._mode(), gpu=self.gpu)
+
+    def grid(self, stages: Sequence[str], shapes: Sequence[Shape], known: dict | None = None) -> dict:
+        """{(stage, shape): Profile} for every shape and stage (shape by shape), profiled live or
+        replayed, with a progress bar only live; a profile in `known` (by stage) at its own shape
+        is used as it is."""
+        from ..core.progress import progress
+        known = known or {}
+        out = {}
+        with progress(len(stages) * len(shapes), "profiling", enabled=self.live) as bar:
+            for shape in shapes:
+                for stage in stages:
+                    prof = known.get(stage)
+                    out[(stage, shape)] = prof if prof is not None and prof.shape == shape else \
+                        self.stage(stage, shape, quiet=True)
+                    bar.update(1)
+        return out
+
+    def sweep(self, stages: Sequence[str], shapes: Sequence[Shape]):
+        """Every stage at every shape (`grid`), one summary row per pair (core.sweep)."""
+        from ..core.sweep import sweep_table
+        return sweep_table(self.grid(stages, shapes))
+
+    def shape_form(self, stages: Sequence[str]):
+        """Live: a form that profiles the stages at any shape the reader types (ipywidgets)."""
+        from .explorer import shape_form
+        return shape_form(stages, lambda shape: self.grid(stages, [shape]))
+
+    def forwards(self, c, known: dict | None = None) -> dict:
+        """{stage: Profile} of every stage whose counters `c` holds at the default shape, from the
+        GPU the counters come from: the one in `known` where it ran there at that shape, else
+        profiled (live counters) or the replay set's recording (replayed counters). A stage with
+        neither is left out."""
+        from ..core.errors import TraceError
+        known = known or {}
+        mode = "auto" if c.mode == "live" else "replay"
+        out = {}
+        for stage in c.stages:
+            if (stage, DEFAULT_SHAPE.key) not in c.kernels:
+                continue
+            prof = known.get(stage)
+            if prof is None or prof.shape != DEFAULT_SHAPE or prof.provenance.gpu != c.gpu:
+                try:
+                    prof = modes.profile_stage(stage, DEFAULT_SHAPE, mode, quiet=True, gpu=self.gpu)
+                except (StageUnavailable, TraceError):
+                    continue
+            out[stage] = prof
+        return out
+
+    def timed(self, c, quiet: bool = False) -> list:
+        """The profiled forward of every (stage, shape) whose counters `c` holds, on the GPU the
+        counters come from: live (torch.profiler and do_bench, with a progress bar) when they were
+        measured live, else the replay set's traces recorded on that GPU. One without is left out."""
+        from ..core.errors import TraceError
+        from ..core.recordings import recorded_profile
+        jobs = [(stage, Shape.from_key(key)) for stage, key in c.kernels]
+        out = []
+        if c.mode == "live":
+            import ipywidgets as w
+            from IPython.display import display
+
+            from .capture import capture_cached
+            bar = w.IntProgress(min=0, max=len(jobs), description="do_bench")
+            display(bar)
+            for stage, shape in jobs:
+                try:
+                    out.append(capture_cached(stage, shape))
+                except Exception as err:  # noqa: BLE001 - a stage this GPU can't run has no timing
+                    if not quiet:
+                        print(f"  {stage} at {shape.key}: not timed here ({type(err).__name__}: {str(err)[:160]})")
+                bar.value += 1
+            bar.description = "done"
+            return out
+        for stage, shape in jobs:
+            try:
+                prof = recorded_profile(stage, shape, self.replay_set.gpu)
+            except TraceError:
+                continue
+            if prof is not None and prof.provenance.gpu == c.gpu:
+                out.append(prof)
+        if not quiet and out:
+            print(f"Replaying the profiler's and do_bench's times of {len(out)} forwards, recorded on "
+                  f"{out[-1].provenance.description}.")
+        return out
+
+    def own_model_trace(self, name: str):
+        """Where the replay set keeps a "Your own model" experiment's trace (a file load_trace reads)."""
+        return self.replay_set.path("own_model", name)
+
+    def inplace(self) -> list[dict]:
+        """The in-place experiment, run right here: on the GPU where there is one, else on the CPU."""
+        from .training_modes import inplace_here
+        return inplace_here()
 
     def _mode(self) -> str:
         return "replay" if self.gpu is not None else self.mode

@@ -532,7 +532,7 @@ def timeline(prof: Profile, step: int | None = None, window: tuple[float, float]
 
 
 def sweep_lines(table: pd.DataFrame, x: str = "seq", y: str = "gpu_time_us") -> go.Figure:
-    """GPU time per forward against one shape parameter, a line per stage (from `widgets.sweep`)."""
+    """GPU time per forward against one shape parameter, a line per stage (a Session's `sweep`)."""
     fig = go.Figure()
     for stage, rows in table.groupby("stage", sort=False):
         rows = rows.sort_values(x)

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import base64
 import html
-import tempfile
-from pathlib import Path
 
 from IPython.display import HTML
 
@@ -61,12 +59,9 @@ OPENER_JS = """window.apOpenInPerfetto = window.apOpenInPerfetto || async functi
 
 
 def trace_bytes(prof: Profile) -> bytes:
-    """The gzipped Kineto trace: in replay the recorded file as it is, live the trace just taken
-    (written the way `Profile.save` writes it, provenance inside)."""
-    if prof.mode == "replay" and prof.trace_path is not None and Path(prof.trace_path).is_file():
-        return Path(prof.trace_path).read_bytes()
-    with tempfile.TemporaryDirectory() as tmp:
-        return prof.save(Path(tmp) / "trace.json.gz").read_bytes()
+    """The gzipped Kineto trace the profile hands (`Profile.trace_bytes`: the recorded file in
+    replay, the trace just taken live)."""
+    return prof.trace_bytes()
 
 
 def trace_file_name(prof: Profile) -> str:

@@ -6,8 +6,7 @@ Units: `µs` columns µs (raw `dur`; do_bench's per-call median as the provenanc
 bound: by the GPU where do_bench ≤ 1.1 × GPU time, else by the CPU (the glossary's line)."""
 import pytest
 
-from helpers import ARTICLE_STAGES, charts, closing_stages, profile_stages, prose, recorded_shapes, \
-    shape_explorer, sweep, tables
+from helpers import ARTICLE_STAGES, Session, charts, prose, shape_explorer, tables
 
 from . import raw
 from helpers.core.stages import stages_where  # the stage lists: queries of the registry
@@ -15,7 +14,8 @@ from helpers.core.stages import stages_where  # the stage lists: queries of the 
 
 @pytest.fixture(scope="module")
 def profiles():
-    return profile_stages(closing_stages(), mode="replay")
+    s = Session(mode="replay")
+    return s.stages(s.closing_stages())
 
 
 def fwd(stage, shape=raw.DEFAULT):
@@ -78,7 +78,7 @@ def test_glue_timer(profiles):
 
 def test_shape_explorer_tables():
     """Every recorded shape's table: GPU events, GPU µs, CPU µs and do_bench µs of each stage."""
-    explorer = shape_explorer(list(ARTICLE_STAGES))
+    explorer = shape_explorer(Session(mode="replay"), list(ARTICLE_STAGES))
     assert explorer.tables
     for key, table in explorer.tables.items():
         for stage, row in table.iterrows():
@@ -91,8 +91,9 @@ def test_shape_explorer_tables():
 
 def test_sweep_lines_points():
     stages = list(stages_where(swept=True, repeats=None, dispatched=False))   # 08's sweep
-    shapes = sorted({s for s in recorded_shapes("sdpa_flash") if s.head_dim == 64}, key=lambda s: s.seq)
-    fig = charts.sweep_lines(sweep(stages, shapes, mode="replay"))
+    s = Session(mode="replay")
+    shapes = sorted({sh for sh in s.shapes("sdpa_flash") if sh.head_dim == 64}, key=lambda sh: sh.seq)
+    fig = charts.sweep_lines(s.sweep(stages, shapes))
     assert [t.name for t in fig.data] == stages
     for trace in fig.data:
         assert list(trace.x) == [s.seq for s in shapes]

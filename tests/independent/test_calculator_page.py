@@ -12,7 +12,8 @@ cent of the SM's warp slots."""
 import pytest
 from urllib.parse import parse_qs, urlsplit
 
-from helpers import occupancy_calculator
+from helpers import Session, occupancy_calculator
+from helpers.occupancy.charts import traced_kernels
 from helpers.occupancy.calculator import occupancy
 
 from . import raw
@@ -77,12 +78,18 @@ def default_kernels():
 
 
 def test_the_presets_are_the_traced_launches():
-    data = occupancy_calculator.calculator_data()
+    data = occupancy_calculator.calculator_data(traced_kernels(Session(mode="replay").recorded()))
     want = default_kernels()
     got = {(p["name"], p["registers"], p["threads"], p["sharedMemory"]): sorted(p["stages"].split(", "))
            for p in data["presets"]}
     assert got == {k: sorted(v) for k, v in want.items()}
     assert all(p["gpu"] == "H200" for p in data["presets"])
+    # the line under the presets says where they come from: every default-shape trace, replayed,
+    # and the GPU its provenance names
+    traces = sorted(raw.TRACES.glob(f"*__{raw.DEFAULT}.json.gz"))
+    gpu = raw.provenance(traces[0])["gpu"]
+    assert data["presetSource"].startswith(f"Replaying the recorded traces of {len(traces)} stages for the "
+                                           f"kernels: recorded on {gpu} ")
     # it opens on FlashAttention-2's kernel as traced
     (flash,) = [e for e in raw.forward(raw.stage_path("sdpa_flash")).gpu if e["kind_cat"] == "kernel"]
     a = flash["args"]
@@ -91,7 +98,7 @@ def test_the_presets_are_the_traced_launches():
 
 
 def test_kernel_links_carry_the_traced_launch_and_its_occupancy():
-    links = occupancy_calculator.kernel_links()
+    links = occupancy_calculator.kernel_links(Session(mode="replay").recorded())
     want = default_kernels()
     assert len(links.rows) == len(want)
     for r in links.rows:

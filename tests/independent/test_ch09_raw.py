@@ -22,14 +22,15 @@ def raw():
 
 @pytest.fixture(scope="module")
 def page():
-    from helpers import counters, roofline
-    c = counters.collect(STAGES, mode="replay", quiet=True)
-    roof = roofline.load_ceilings(c, mode="replay", quiet=True)
-    times = roofline.timings(c, quiet=True)
+    from helpers import Session, counters, roofline
+    s = Session(mode="replay")
+    c = s.counters(STAGES)
+    roof = roofline.load_ceilings(c, *s.ceilings(), quiet=True)
+    times = roofline.timings(s.timed(c, quiet=True))
     pts = roofline.points(c, roof, times, shapes=[c.default_shape])
     return {"c": c, "roof": roof, "pts": pts.set_index("stage"), "work": counters.work(c),
             "kernels": roofline.kernel_points(c, roof), "glue": roofline.glue_ceilings(roof),
-            "cal": counters.glue_calibration(c), "roofline": roofline}
+            "cal": counters.glue_calibration(c), "roofline": roofline, "times": times}
 
 
 def _copies(stage):
@@ -131,7 +132,7 @@ def test_the_chart_draws_the_fp32_roof_at_the_calibration(raw, page):
 def test_right_of_the_ridge_is_not_bound_by_compute(raw, page):
     """The stages right of the tensor ridge, and the share of the compute roof they reach (raw)."""
     from helpers import roofline
-    times = roofline.timings(page["c"], quiet=True)
+    times = page["times"]
     pts = roofline.points(page["c"], page["roof"], times, shapes=[page["c"].default_shape])
     g = roofline.glue_roofline(pts, page["roof"])
     ridge = raw["cal"]["bf16_tflops"] / raw["copy"]

@@ -6,7 +6,7 @@ Units: `_us`/`µs` µs (raw `dur`); `_s` seconds and `_ms` milliseconds of the p
 import numpy as np
 import pytest
 
-from helpers import compiled, flex, profile_stage
+from helpers import Shape, compiled, flex, profile_stage
 
 from . import raw
 
@@ -207,9 +207,9 @@ SWEPT = ("sdpa_flash", "flex", "flex_sliding")
 
 @pytest.fixture(scope="module")
 def sweep(profs):
-    runs = {}
-    table = flex.gap_sweep(known=profs, keep=runs)
-    return table, runs
+    from helpers import Session
+    runs = Session(mode="replay").grid(flex.GAP_STAGES, flex.gap_shapes(), known=profs)
+    return flex.gap_sweep(runs), runs
 
 
 def shape_of(seq):
@@ -267,7 +267,7 @@ def test_flex_gap_sweep_rows_glue_and_chart(sweep):
     # the widest gap: the seq where flex's do_bench / GPU is largest, and its CPU lane
     wide = max(SEQS, key=lambda q: want[("flex", q)][1] / want[("flex", q)][0])
     assert flex.widest_gap(table) == wide
-    gw = flex.glue_widest(runs[("flex", wide)])
+    gw = flex.glue_widest(runs[("flex", Shape.from_key(shape_of(wide)))])
     f = fwd("flex", shape_of(wide))
     assert gw["wide_seq"] == wide
     assert gw["wide_gpu_us"] == pytest.approx(f.gpu_us, abs=0.051)
@@ -300,10 +300,10 @@ def test_block_mask_chart_is_the_mask():
 def test_timeline_of_an_own_model_step():
     """Chapter 10's timeline of the encoder's forward: each GPU bar at its raw start since the
     step's first op, lasting its raw dur."""
-    from helpers import charts, own_model
+    from helpers import Session, charts
     name = "encoder_forward"
     f = raw.forward(raw.TRACES / "own_model" / f"{name}.json.gz", None, name)
-    fig = charts.timeline(own_model.profile(name))
+    fig = charts.timeline(Session(mode="replay").own_model(name))
     gpu = next(t for t in fig.data if t.name == "GPU events")
     assert list(gpu.base) == pytest.approx([e["ts"] - f.root["ts"] for e in f.gpu], abs=1e-3)
     assert list(gpu.x) == pytest.approx([e["dur"] for e in f.gpu], abs=1e-3)

@@ -5,7 +5,7 @@ bytes; the model's columns from the shape and the trace's event count.
 Units: `MB` is 10**6 bytes (ncu's Mbyte; not MiB); ratios are unfused / fused and measured / model."""
 import pytest
 
-from helpers import counters, profile_stages
+from helpers import Session, counters
 
 from . import raw
 from helpers.core.stages import stages_where  # the stage lists: queries of the registry
@@ -16,9 +16,10 @@ NCU = raw.TRACES / "ncu"
 
 @pytest.fixture(scope="module")
 def measured():
-    profiles = profile_stages(["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash"], mode="replay")
-    hbm = counters.collect(STAGES)
-    return counters.hbm_measured(hbm, profiles)
+    s = Session(mode="replay")
+    profiles = s.stages(["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash"])
+    hbm = s.counters(STAGES)
+    return counters.hbm_measured(hbm, s.forwards(hbm, profiles))
 
 
 def dram(stage):

@@ -133,10 +133,10 @@ def test_recorded_ncu_reads_one_forward():
 def test_recorded_profile_code_matches_the_raw_events():
     """for test_own_traces.py::test_profile_code_on_the_gpu_matches_the_raw_events: a recording
     profile_code made (chapter 10's encoder layer): per step, its GPU event count and busy time."""
-    from helpers import breakdown, own_model
+    from helpers import Session, breakdown
     name = "encoder_forward"
     path = raw.TRACES / "own_model" / f"{name}.json.gz"
-    prof = own_model.profile(name)
+    prof = Session(mode="replay").own_model(name)
     table = prof.per_step.set_index("step")
     got = breakdown.gpu_breakdown(prof).set_index("step")
     steps = raw.steps(raw.events(path))
@@ -153,8 +153,8 @@ def test_recorded_profile_code_matches_the_raw_events():
 @pytest.mark.parametrize("name", ["encoder_forward", "encoder_train_step"])
 def test_a_recorded_experiment_has_the_stage_tables_and_its_threads(name):
     """for test_own_traces.py::test_an_experiment_live_and_replayed_have_the_same_tables_and_threads."""
-    from helpers import own_model
-    prof = own_model.profile(name)
+    from helpers import Session
+    prof = Session(mode="replay").own_model(name)
     stage = profile_stage("naive", mode="replay", quiet=True)
     assert prof.annotation == name
     for t in TABLES:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from helpers import hub, profile_hub_flash, profile_stage, tables
+from helpers import Session, hub, profile_stage, tables
 
 from . import raw
 
@@ -15,7 +15,7 @@ LAYOUT = {"aten::transpose", "aten::permute", "aten::contiguous", "aten::clone",
 
 @pytest.fixture(scope="module")
 def profs():
-    return {"hub_flash": profile_hub_flash(mode="replay").prof,
+    return {"hub_flash": hub.page(*Session(mode="replay").hub_flash()).prof,
             **{s: profile_stage(s, mode="replay", quiet=True) for s in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")}}
 
 

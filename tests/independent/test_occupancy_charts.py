@@ -5,7 +5,7 @@ Units: `%` per cent (of the SM's warp slots, registers, shared memory or block s
 registers per thread as the trace's args hold them."""
 import pytest
 
-from helpers import occupancy_charts, occupancy_lessons as lessons, profile_stage
+from helpers import Session, occupancy_charts, occupancy_lessons as lessons, profile_stage
 
 from . import raw
 from .test_stage_pages import PAGES
@@ -42,7 +42,7 @@ def test_stage_occupancy_bars(page, profs):
 
 
 def test_impact_curves_of_flash():
-    flash = lessons.load_stages()["sdpa_flash"]
+    flash = Session(mode="replay").load_stages(lessons.STAGES)["sdpa_flash"]
     (e,) = [e for e in raw.forward(raw.stage_path("sdpa_flash")).gpu if e["kind_cat"] == "kernel"]
     threads, regs, smem = launch(e)
     fig = occupancy_charts.impact_curves(**lessons.impact_args(flash))
@@ -59,7 +59,7 @@ def test_impact_curves_of_flash():
 
 
 def test_utilization_bars_of_cudnn():
-    cudnn = lessons.load_stages()["sdpa_cudnn"]
+    cudnn = Session(mode="replay").load_stages(lessons.STAGES)["sdpa_cudnn"]
     (e,) = [e for e in raw.forward(raw.stage_path("sdpa_cudnn")).gpu if e["kind_cat"] == "kernel"]
     o = raw.occupancy(*launch(e))
     fig = occupancy_charts.utilization_bars(lessons.result_of(cudnn))

@@ -8,7 +8,7 @@ Units: `smem` bytes, `_kib` KiB (bytes / 1024); `%` per cent of the SM's 64 warp
 (2 matmuls × 2·B·H·S²·D, halved by the mask) / (µs × 1e6)."""
 import pytest
 
-from helpers import counters, occupancy_lessons as lessons
+from helpers import Session, occupancy_lessons as lessons
 from helpers import occupancy_truth as truth
 
 from . import raw
@@ -19,7 +19,7 @@ NCU = raw.TRACES / "ncu"
 
 @pytest.fixture(scope="module")
 def profiles():
-    return lessons.load_stages()
+    return Session(mode="replay").load_stages(lessons.STAGES)
 
 
 def kernels(stage):
@@ -166,8 +166,9 @@ def test_truth_table_against_ncu_and_the_rules(profiles):
     """Per kernel: CUPTI's estimate (trace), the calculator's (the rules), ncu's theoretical and
     achieved occupancy and ncu µs (ncu's CSV, its unit converted): every kernel's rules-based
     occupancy equals ncu's own theoretical one."""
-    hw = counters.collect(lessons.STAGES)
-    t = truth.occupancy_truth(hw, profiles)
+    s = Session(mode="replay")
+    hw = s.counters(lessons.STAGES)
+    t = truth.occupancy_truth(hw, s.forwards(hw, profiles))
     for stage, rows in t.groupby("stage", sort=False):
         ks = kernels(stage)
         nrows, units = ncu_rows(stage)
@@ -226,7 +227,7 @@ def test_smem_cliff_from_the_experiments_raw_events():
     launch call, shared memory, CUPTI's figure, Kineto's recomputed and the true occupancy."""
     path = raw.TRACES / "experiments" / "smem_cliff.json.gz"
     evs = raw.events(path)
-    events, provenance, _ = lessons.smem_cliff_events()
+    events, provenance, _ = Session(mode="replay").smem_cliff()
     cliff = lessons.smem_cliff(events, provenance)
     ranges = [e for e in evs if e.get("cat") == "user_annotation" and e.get("ph") == "X"]
     calls = {e["args"]["correlation"]: e for e in evs if e.get("cat") in raw.CALL_CATS and e.get("ph") == "X"}

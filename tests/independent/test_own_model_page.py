@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from helpers import own_model
+from helpers import Session, own_model
 
 from . import raw
 
@@ -19,7 +19,8 @@ EXPERIMENTS = {"encoder_forward": "fwd", "encoder_forward_slow": "slow", "encode
 
 @pytest.fixture(scope="module")
 def profiles():
-    return {name: own_model.profile(name) for name in EXPERIMENTS}
+    s = Session(mode="replay")
+    return {name: s.own_model(name) for name in EXPERIMENTS}
 
 
 def step_of(name):
