@@ -37,6 +37,7 @@ and tables (tests/test_layers.py).
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from .sources.anytrace import load_trace
 from .sources.modes import (MODES, Decision, closing_stages, cuda_available, decide, profile_stage, profile_stages,
@@ -49,29 +50,33 @@ from .core.stages import (ARTICLE_STAGES, DEFAULT_SHAPE, STAGES, Shape, Stage, S
                                get_stage)
 from .core.stages import stages_where   # every stage list a page needs: a query of the registry
 
-# the namespaces notebooks call into, as `tables.kernel_table(prof)`: name -> module
+# the namespaces notebooks call into, as `tables.kernel_table(prof)`: name -> module; the chapters'
+# modules join under their own names below (_chapter_modules)
 MODULES = {
     "tables": "helpers.views.tables",
     "charts": "helpers.views.charts",
     "widgets": "helpers.views.widgets",
-    "claims": "helpers.chapters.claims",
     "prose": "helpers.views.prose",
     "hub": "helpers.chapters.hub_flash",
-    "compiled": "helpers.chapters.compiled",
-    "flex": "helpers.chapters.flex",
     "guess": "helpers.views.guess",
-    "counters": "helpers.chapters.counters",
-    "roofline": "helpers.chapters.roofline",
     "perfetto": "helpers.views.perfetto",
     "render": "helpers.views.render",
     "occupancy_charts": "helpers.occupancy.charts",
-    "occupancy_lessons": "helpers.chapters.occupancy_lessons",
     "occupancy_calculator": "helpers.occupancy.browser",
-    "occupancy_truth": "helpers.chapters.occupancy_truth",
     "breakdown": "helpers.views.breakdown",
-    "own_model": "helpers.chapters.own_model",
-    "training": "helpers.chapters.training",
 }
+
+
+def _chapter_modules() -> dict[str, str]:
+    """Every module of helpers/chapters/ not named above, under its own name: a new chapter's module
+    is `helpers.<name>` with no line here (the README's chapter recipe). Lists files; imports none."""
+    named = set(MODULES.values())
+    folder = Path(__file__).parent / "chapters"
+    return {p.stem: f"helpers.chapters.{p.stem}" for p in sorted(folder.glob("*.py"))
+            if p.stem != "__init__" and f"helpers.chapters.{p.stem}" not in named}
+
+
+MODULES |= _chapter_modules()
 # functions that load on first use: profile_code imports torch, `import helpers` does not
 FUNCTIONS = {"profile_code": "helpers.sources.own_code", "use_book_style": "helpers.views.style",
              "profile_training": "helpers.sources.training_modes",

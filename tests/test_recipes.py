@@ -283,3 +283,40 @@ def test_the_copy_keeps_no_hand_kept_stage_list(copy):
     root, _, _ = copy
     names = registered_names(root)
     assert NEW in names and literal_stage_lists(root, names) == []
+
+
+# --- the chapter recipe: a notebook, a toc line and one module found by itself ---------------------
+
+CHAPTER = '''"""A chapter of its own (the README's chapter recipe, followed by tests/test_recipes.py)."""
+
+
+def busiest(table):
+    """The row with the most GPU time."""
+    return table.sort_values("GPU µs").iloc[-1]
+'''
+
+
+def test_a_new_chapter_module_is_public_and_on_the_api_page_with_no_other_edit(tmp_path):
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "helpers", tmp_path / "helpers", ignore=ignore)
+    (tmp_path / "book").mkdir()
+    shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext", ignore=ignore)
+    shutil.copy(ROOT / "book" / "api.md", tmp_path / "book" / "api.md")
+    # the recipe's module: the one file under helpers/ it adds
+    (tmp_path / "helpers" / "chapters" / "my_chapter.py").write_text(CHAPTER)
+    probe = ("import json, helpers; m = helpers.my_chapter; "
+             "print(json.dumps([m.__name__, 'my_chapter' in helpers.__all__, m.busiest.__doc__]))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATTN_PROFILED_")}
+    env |= {"PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == ["helpers.chapters.my_chapter", True, "The row with the most GPU time."]
+    # the API page's source as Sphinx reads it (book/_ext/api_docs.py's source-read), in the copy
+    probe = ("import sys; sys.path.insert(0, 'book/_ext'); import api_docs, pathlib; "
+             "print(api_docs.expand(pathlib.Path('book/api.md').read_text(), pathlib.Path('.')))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert ".. automodule:: helpers.chapters.my_chapter\n   :members:" in done.stdout
+    assert ".. automodules::" not in done.stdout

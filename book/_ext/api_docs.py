@@ -7,6 +7,7 @@ escaped so that it names no link target. Nothing in helpers/ changes for the pag
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 TRAILING_UNDERSCORE = re.compile(r"(?<=\w)_(?=[\s,.;:)`'\"]|$)")
 
@@ -40,6 +41,28 @@ def process_docstring(app, what, name, obj, options, lines) -> None:
     lines[:] = rst_safe(list(lines))
 
 
+# `.. automodules:: helpers.chapters` on the API page stands for one automodule per module of that
+# package, found on disk: a new chapter's module is documented with no line on the page.
+AUTOMODULES = re.compile(r"^\.\. automodules:: ([\w.]+)[ \t]*$", re.M)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def automodules(package: str, root: Path = ROOT) -> str:
+    folder = root.joinpath(*package.split("."))
+    names = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    return "\n\n".join(f".. automodule:: {package}.{n}\n   :members:" for n in names)
+
+
+def expand(text: str, root: Path = ROOT) -> str:
+    return AUTOMODULES.sub(lambda m: automodules(m.group(1), root), text)
+
+
+def source_read(app, docname: str, source: list[str]) -> None:
+    if docname == "book/api":
+        source[0] = expand(source[0])
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", process_docstring)
+    app.connect("source-read", source_read)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
