@@ -53,10 +53,12 @@ def guess_by_mouse(page, key: dict, text: str) -> None:
     root.locator("button.apq-look").click()
 
 
+@pytest.mark.parametrize("half", [0, 1], ids=["pages-a", "pages-b"])
 @pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["laptop", "phone"])
-def test_every_question_of_the_book(visit, size):
+def test_every_question_of_the_book(visit, size, half):
+    # every other page in each half: four items the suite's two workers share, not two long ones
     asked = 0
-    for path in QUESTION_PAGES:
+    for path in QUESTION_PAGES[half::2]:
         v = visit(path, "dark" if size == LAPTOP else "light", size)
         page = v.page
         keys = keys_of(page)
@@ -102,7 +104,7 @@ def test_every_question_of_the_book(visit, size):
         page.screenshot(path=f"/tmp/apq-{path.split('/')[-1]}-{size[0]}.png")
         assert not v.problems, (path, v.problems)
         v.close()
-    assert asked >= 25, asked
+    assert asked >= 12, asked   # each half of the pages asks at least 12 of the book's questions
 
 
 def test_the_closing_chapter_shows_the_readers_guesses(visit):
