@@ -112,5 +112,4 @@ __all__ = ["Session", "ReplaySet", "ARTICLE_STAGES", "DEFAULT_SHAPE", "MODES", "
            "closing_stages", "decide", "shape_explorer",
            "StageUnavailable", "TraceError", "cuda_available", "get_stage", "load_trace",
            "profile_code", "profile_stage", "use_book_style", "profile_training", "profile_trainings",
-           "memory_recording", "snapshots", "inplace_here", "training_counters", "profile_stages", "recorded_shapes", "resolve_mode", *MODULES]
-__all__ += ["stages_where"]
+           "memory_recording", "snapshots", "inplace_here", "training_counters", "profile_stages", "recorded_shapes", "resolve_mode", "stages_where", *MODULES]

@@ -394,26 +394,13 @@ def roofline_run():
     return c, roof, times
 
 
-def calibration_tflops(dtype: str) -> float:
-    """The calibration matmul's TFLOP/s: 2·m·n·k (read from its file name) over its ncu time."""
-    path = next(NCU.glob(f"calibration__{dtype}_*.csv"))
-    m, n, k = (int(x) for x in path.stem.split("_")[-1].split("x"))
-    (row,) = ncu_rows(path.stem.split("__", 1)[0], path.stem.split("__", 1)[1])
-    return 2 * m * n * k / (row["us"] * 1e-6) / 1e12
-
-
 def recorded_roofs(dtype: str = "bfloat16") -> tuple[float, float]:
-    """The compute roof of a pipe (its ncu calibration matmul, timed as the points are: bf16 for
-    the tensor cores, float32 for the FMA units) and the recorded device-to-device copy roof, in
-    TFLOP/s and TB/s."""
-    table = json.loads((H200 / "ceilings.json").read_text())["ceilings"]
-    copy = next(r["value"] for r in table if "copy" in r["ceiling"])
-    return calibration_tflops(dtype), copy
-
-
-def do_bench_matmul() -> float:
-    table = json.loads((H200 / "ceilings.json").read_text())["ceilings"]
-    return next(r["value"] for r in table if "matmul" in r["ceiling"])
+    """The compute roof of a pipe (its ncu calibration matmul, 2·m·n·k over its ncu time, as the
+    points are timed: bf16 for the tensor cores, float32 for the FMA units) and the recorded
+    device-to-device copy roof, in TFLOP/s and TB/s (tests/independent/_raw.py reads them)."""
+    from independent import _raw
+    cal = _raw.calibration()
+    return cal["bf16_tflops" if dtype == "bfloat16" else "fp32_tflops"], _raw.copy_tbps()
 
 
 def test_chapter_09_ceilings_and_their_sentence(roofline_run):
