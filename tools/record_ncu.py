@@ -41,6 +41,8 @@ def main(argv=None) -> int:
     parser.add_argument("--stages", nargs="+", default=STAGES_AT_ARTICLE_SHAPE)
     parser.add_argument("--no-sweep", action="store_true")
     parser.add_argument("--gpu", default=None, help="replay-set folder (default: from the GPU's name)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the jobs whose CSV is already there (a run stopped by a time limit goes on)")
     args = parser.parse_args(argv)
 
     import torch
@@ -66,8 +68,34 @@ def main(argv=None) -> int:
                 shapes[s] += [Shape(seq=q) for q in SWEEP_SEQS]
     jobs += [(f"{s}__{shape.key}", f"profile_one_forward({s!r}, {shape.key!r})") for s, shs in shapes.items() for shape in shs]
 
+    facts = device_facts()
+
+    def write_provenance() -> None:
+        # after every job: a run stopped by a time limit keeps what it recorded (--resume goes on)
+        provenance = {
+            **{k: facts[k] for k in ("gpu", "capability", "sm_count", "driver")}, "ncu": ncu.version(exe),
+            "torch": facts["torch"], "cuda": facts["cuda"], "date": now(),
+            "command": "python tools/record_ncu.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "ncu_command": shlex.join([exe, "--profile-from-start", "off", "--clock-control", "none", "--metrics",
+                                       "<metrics>", "-o", "<name>", *ncu.target("profile_one_forward('<stage>', '<shape>')")]),
+            "export_command": f"{exe} --import <name>.ncu-rep --csv --page raw",
+            "metrics": metrics, "recorded": done, "failed": failed,
+            "calibration": [{"name": f"calibration__{d}_{m}x{n}x{k}", "dtype": d, "m": m, "n": n, "k": k,
+                             "flops": 2 * m * n * k} for d, m, n, k in CALIBRATION],
+        }
+        (out / "provenance.json").write_text(json.dumps(provenance, indent=2))
+
     done, failed = [], {}
+    earlier = out / "provenance.json"
+    if args.resume and earlier.exists():   # what an earlier, stopped run recorded
+        done = [r for r in json.loads(earlier.read_text()).get("recorded", []) if (out / f"{r['name']}.csv").exists()]
     for name, call in jobs:
+        if args.resume and (out / f"{name}.csv").exists():
+            print(f"{name:58s} kept from an earlier run", flush=True)
+            if not any(r["name"] == name for r in done):
+                done.append({"name": name, "kernels": len(ncu.read_csv(out / f"{name}.csv")), "report_kb": None,
+                             "report_kept": (out / f"{name}.ncu-rep").exists(), "seconds": None})
+            continue
         started = time.perf_counter()
         try:
             rep, table = ncu.record(call, name, out, metrics, exe)
@@ -86,20 +114,9 @@ def main(argv=None) -> int:
         done.append({"name": name, "kernels": rows, "report_kb": round(size / 1024, 1), "report_kept": kept,
                      "seconds": round(time.perf_counter() - started, 1)})
         print(f"{name:58s} {rows:3d} kernels  {done[-1]['report_kb']:8.1f} KB  {done[-1]['seconds']:6.1f} s", flush=True)
+        write_provenance()
 
-    facts = device_facts()
-    provenance = {
-        **{k: facts[k] for k in ("gpu", "capability", "sm_count", "driver")}, "ncu": ncu.version(exe),
-        "torch": facts["torch"], "cuda": facts["cuda"], "date": now(),
-        "command": "python tools/record_ncu.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "ncu_command": shlex.join([exe, "--profile-from-start", "off", "--clock-control", "none", "--metrics",
-                                   "<metrics>", "-o", "<name>", *ncu.target("profile_one_forward('<stage>', '<shape>')")]),
-        "export_command": f"{exe} --import <name>.ncu-rep --csv --page raw",
-        "metrics": metrics, "recorded": done, "failed": failed,
-        "calibration": [{"name": f"calibration__{d}_{m}x{n}x{k}", "dtype": d, "m": m, "n": n, "k": k,
-                         "flops": 2 * m * n * k} for d, m, n, k in CALIBRATION],
-    }
-    (out / "provenance.json").write_text(json.dumps(provenance, indent=2))
+    write_provenance()
     print(f"wrote {out}: {len(done)} recorded, {len(failed)} failed")
     return 0 if not failed else 1
 
