@@ -360,16 +360,17 @@ def roofline_chart(work: pd.DataFrame, ridge: float | None = None) -> go.Figure:
         color = STAGE_COLORS.get(stage, MUTED)
         xs = [d.get("forward FLOP/byte"), d.get("backward FLOP/byte")]
         ys = [d.get("forward GFLOP (ncu)"), d.get("backward GFLOP (ncu)")]
-        fig.add_scatter(x=xs, y=ys, mode="lines+markers+text", name=stage, line=dict(color=color),
+        # the marker tells forward (●) from backward (▲), as the title says: text labels on every
+        # point piled up on a phone where the fused stages cluster
+        fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=stage, line=dict(color=color),
                         marker=dict(symbol=["circle", "triangle-up"], size=10), text=["fwd", "bwd"],
-                        textposition="top center", textfont=dict(size=10),
                         hovertemplate=f"{stage}<br>%{{text}}: %{{x:.1f}} FLOP/byte, %{{y:.1f}} GFLOP<extra></extra>")
     fp32_ridge = work.attrs.get("fp32 ridge")
     xs = [v for d in work.to_dict("records") for v in (d.get("forward FLOP/byte"), d.get("backward FLOP/byte"))
           if v is not None and v == v and v > 0] + [r for r in (ridge, fp32_ridge) if r]
     # the x axis fixed around the points and both ridges (plotly's autorange pads for the fwd/bwd
     # labels, more than a decade on a phone)
-    fig.update_layout(xaxis=dict(type="log", title="FLOP per DRAM byte (ncu)",
+    fig.update_layout(xaxis=dict(type="log", title="FLOP per DRAM byte (ncu)", dtick=1,  # decades only
                                  range=[np.log10(min(xs) / 1.6), np.log10(max(xs) * 1.6)] if xs else None),
                       yaxis_type="log", yaxis_title="GFLOP (ncu)")
     if ridge:
