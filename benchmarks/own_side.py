@@ -32,8 +32,8 @@ def main() -> int:
     import pandas as pd  # noqa: F401 - imported before the clock starts, as HTA's side does
 
     from helpers import load_trace
-    from helpers.views import breakdown
-    from helpers.core.breakdown import window_breakdown
+    from helpers.breakdown import views as breakdown
+    from helpers.breakdown.core import window_breakdown
 
     out: dict = {"rss_before_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}  # imports done
     started, cpu_started = time.perf_counter(), time.process_time()

@@ -11,9 +11,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from helpers.chapters import training as v  # noqa: E402
-from helpers.core import backward as bw  # noqa: E402
-from helpers.sources import training_modes as tm  # noqa: E402
+from helpers.training import chapter as v  # noqa: E402
+from helpers.training import core_backward as bw  # noqa: E402
+from helpers.training import sources_modes as tm  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "training_h200.md"
 

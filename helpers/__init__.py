@@ -24,10 +24,21 @@ and chapters never import sources (tests/test_layers.py):
     core/        config (every environment variable, recording paths), errors, the stage registry,
                  Profile and its tables, kernel-name decoders, pure analyses
     sources/     acquisition: the one live-or-replay decision, capture, replay, load_trace,
-                 profile_code, the own-model experiments, Nsight Compute, the ceilings
+                 profile_code, Nsight Compute, the ceilings
     views/       what every page shows: kernel tables, charts, guesses, verdicts, widgets, glue
     occupancy/   the occupancy calculator and its views
     chapters/    one module per chapter's own code
+
+A topic spread over several layers under one name is a feature slice: a package of its own,
+one module per layer it spans, named for that layer (`core.py`, `core_<part>.py`, `sources.py`,
+`views.py`, `occupancy.py`, `chapter.py`), and the same rule inside it (tests/test_layers.py):
+
+    counters/    core, sources, chapter          smem_cliff/   core, sources, occupancy
+    training/    core, core_backward, sources_step, sources_modes, chapter
+    own_model/   core, sources, chapter          breakdown/    core, views
+
+`helpers.<slice>` is the slice's package, whose names are its page module's (`helpers.counters.show`
+is `helpers.counters.chapter.show`), loaded on first use.
 
 This module is the top: it names what a notebook uses. The page modules load on first use, so
 `import helpers` stays light (no plotly, no widgets) for scripts and tests. It binds nothing into
@@ -51,7 +62,7 @@ from .core.stages import (ARTICLE_STAGES, DEFAULT_SHAPE, STAGES, Shape, Stage, S
 from .core.stages import stages_where   # every stage list a page needs: a query of the registry
 
 # the namespaces notebooks call into, as `tables.kernel_table(prof)`: name -> module; the chapters'
-# modules join under their own names below (_chapter_modules)
+# modules and the feature slices join under their own names below (_chapter_modules, _slices)
 MODULES = {
     "tables": "helpers.views.tables",
     "charts": "helpers.views.charts",
@@ -63,8 +74,9 @@ MODULES = {
     "render": "helpers.views.render",
     "occupancy_charts": "helpers.occupancy.charts",
     "occupancy_calculator": "helpers.occupancy.browser",
-    "breakdown": "helpers.views.breakdown",
 }
+# the layers; every other package of helpers/ is a feature slice (the docstring above)
+_LAYERS = ("core", "sources", "views", "occupancy", "chapters")
 
 
 def _chapter_modules() -> dict[str, str]:
@@ -76,14 +88,23 @@ def _chapter_modules() -> dict[str, str]:
             if p.stem != "__init__" and f"helpers.chapters.{p.stem}" not in named}
 
 
+def _slices() -> dict[str, str]:
+    """Every feature slice, a package of helpers/ that is not a layer, under its own name: a
+    slice's package is `helpers.<name>`, its names its page module's. Lists folders; imports none."""
+    here = Path(__file__).parent
+    return {p.parent.name: f"helpers.{p.parent.name}" for p in sorted(here.glob("*/__init__.py"))
+            if p.parent.name not in _LAYERS}
+
+
 MODULES |= _chapter_modules()
+MODULES |= _slices()
 # functions that load on first use: profile_code imports torch, `import helpers` does not
 FUNCTIONS = {"profile_code": "helpers.sources.own_code", "use_book_style": "helpers.views.style",
-             "profile_training": "helpers.sources.training_modes",
-             "profile_trainings": "helpers.sources.training_modes",
-             "memory_recording": "helpers.sources.training_modes",
-             "snapshots": "helpers.sources.training_modes", "inplace_here": "helpers.sources.training_modes",
-             "training_counters": "helpers.sources.training_modes"}
+             "profile_training": "helpers.training.sources_modes",
+             "profile_trainings": "helpers.training.sources_modes",
+             "memory_recording": "helpers.training.sources_modes",
+             "snapshots": "helpers.training.sources_modes", "inplace_here": "helpers.training.sources_modes",
+             "training_counters": "helpers.training.sources_modes"}
 
 
 def shape_explorer(session: Session, stages):

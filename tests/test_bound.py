@@ -128,7 +128,7 @@ OWN = sorted((TRACES / "own_model").glob("*.json.gz"))
 
 @pytest.mark.parametrize("path", OWN, ids=lambda p: p.name)
 def test_recorded_step_bound_follows_the_raw_gaps(path):
-    from helpers.views import breakdown
+    from helpers.breakdown import views as breakdown
     from helpers.sources.anytrace import load_trace
     prof = load_trace(path)
     raw = raw_step_breakdown(path)

@@ -19,10 +19,10 @@ from helpers import DEFAULT_SHAPE, Session, Shape, profile_stage
 from helpers.chapters import occupancy_truth as truth
 from helpers.chapters.occupancy_lessons import STAGES as OCCUPANCY_STAGES
 import helpers
-counters = helpers.counters   # the chapter's module: handed the counters, as a notebook has it
+counters = helpers.counters   # the counters slice (its names the chapter module's): handed the counters, as a notebook has it
 roofline = helpers.roofline   # handed the ceilings and the timed forwards, as a notebook has it
 from helpers.sources import ncu
-from helpers.sources.counters import collect   # what a Session's counters() calls
+from helpers.counters.sources import collect   # what a Session's counters() calls
 
 REPLAY = Session(mode="replay")   # a notebook's session, in replay
 from test_ncu import NCU_DIR, PROVENANCE, base, number, raw
@@ -292,7 +292,7 @@ def test_roofline_chart_draws_each_stage_under_both_roofs(collected, roof):
 # ---------------------------------------------------------------------------------- fallbacks
 
 def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, capsys):
-    import helpers.sources.counters as module
+    import helpers.counters.sources as module
     monkeypatch.setattr(ncu, "find_ncu", lambda: None)
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
@@ -305,7 +305,7 @@ def test_without_ncu_the_counters_are_replayed_with_the_reason(monkeypatch, caps
 
 
 def test_counters_not_permitted_fall_back_to_the_recording(monkeypatch, capsys, tmp_path):
-    import helpers.sources.counters as module
+    import helpers.counters.sources as module
     monkeypatch.setattr(module, "resolve_mode", lambda mode="auto": "live")
     monkeypatch.setattr(ncu, "unavailable_reason", lambda: None)
     monkeypatch.setattr(ncu, "find_ncu", lambda: "/usr/local/cuda/bin/ncu")
@@ -438,7 +438,7 @@ def page_exports(names: list[str]) -> tuple[str, str]:
 
 @pytest.fixture
 def fake_live(monkeypatch, tmp_path):
-    import helpers.sources.counters as module
+    import helpers.counters.sources as module
     import helpers.sources.provenance as provenance
     pages = []   # one entry per ncu process: the jobs it ran
 

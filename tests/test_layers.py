@@ -3,6 +3,14 @@ imported), form no cycle, and no module imports a layer above its own.
 
     core (0) < sources (1) < views (2) < occupancy (3) < chapters (4) < helpers/__init__.py (5)
 
+A feature slice (helpers/counters/, helpers/training/, ...: every package of helpers/ that is not
+a layer) is one topic over several layers: each of its modules is named for its layer (`core.py`
+or `core_<part>.py`, `sources`, `views`, `occupancy`, `chapter`) and is held to that layer's rules,
+in its own slice and across the package: helpers.training.core is layer 0 and imports nothing
+above core, helpers.counters.chapter is layer 4 and never imports a sources module (its own
+slice's or any other). A slice's package (its __init__.py, layer 4.5: above chapters, below the
+top) forwards to its page module on first use and imports nothing else.
+
 Acquisition (sources) is reached only from the public API: views, occupancy and chapters take
 Profiles and tables and never import sources. Handed, never fetched: those three layers read no
 file (no core.recordings or core.replay_set, no open or read of a path but their own package's
@@ -24,6 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "helpers"
 LAYERS = {"core": 0, "sources": 1, "views": 2, "occupancy": 3, "chapters": 4}
 TOP = 5  # helpers/__init__.py
+# a feature slice's module is named for its layer: `<prefix>.py` or `<prefix>_<part>.py`
+SLICE_PREFIXES = {"core": "core", "sources": "sources", "views": "views", "occupancy": "occupancy",
+                  "chapter": "chapters"}
+FACE = 4.5  # a slice's package: forwards to its page module, below helpers/__init__.py
+SLICES = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py") if p.parent.name not in LAYERS)
 # the layers that take data and never fetch it
 NO_SOURCES = {"views", "occupancy", "chapters"}
 
@@ -38,11 +51,35 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def layer(module: str) -> int:
+class NotALayer(AssertionError):
+    pass
+
+
+def kind(module: str) -> str:
+    """The layer a module belongs to, by its name: `helpers.views.tables` and
+    `helpers.breakdown.views` are views; `top` for helpers/__init__.py, `face` for a slice's
+    package. A slice's module named for no layer is an error."""
     parts = module.split(".")
     if len(parts) == 1:
-        return TOP
-    return LAYERS[parts[1]]
+        return "top"
+    if parts[1] in LAYERS:
+        return parts[1]
+    if len(parts) == 2:
+        return "face"
+    prefix = parts[2].split("_")[0]
+    if prefix not in SLICE_PREFIXES:
+        raise NotALayer(f"{module}: a slice's module is named for its layer "
+                        f"({', '.join(SLICE_PREFIXES)}, or <layer>_<part>)")
+    return SLICE_PREFIXES[prefix]
+
+
+def layer(module: str) -> float:
+    return {"top": TOP, "face": FACE}.get(kind(module)) or LAYERS[kind(module)]
+
+
+def slice_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] not in LAYERS else None
 
 
 def resolve(module: str, path: Path, node: ast.ImportFrom) -> list[str]:
@@ -99,14 +136,46 @@ RAW = {m: raw_imports(m) for m in MODULES}
 
 def test_the_walk_sees_the_package():
     # the walk is not vacuous: it finds every layer, and edges within and across them
-    assert {m.split(".")[1] for m in MODULES if "." in m} == set(LAYERS)
+    assert {m.split(".")[1] for m in MODULES if "." in m} == set(LAYERS) | set(SLICES)
     assert "helpers.core.profile" in GRAPH["helpers.views.tables"]
     assert "helpers.core.stages" in GRAPH["helpers.sources.capture"]
+    # the slices: every one, with edges inside a slice, into it and out of it
+    assert set(SLICES) >= {"counters", "smem_cliff", "training", "own_model", "breakdown"}
+    assert {kind(m) for m in MODULES if slice_of(m) == "training"} == {"face", "core", "sources", "chapters"}
+    assert "helpers.training.core" in GRAPH["helpers.training.chapter"]
+    assert "helpers.counters.chapter" in GRAPH["helpers.training.chapter"]
+    assert "helpers.counters.core" in GRAPH["helpers.sources.ncu"]
+    assert "helpers.views.charts" in GRAPH["helpers.breakdown.views"]
+    assert GRAPH["helpers.counters"] == {"helpers.counters.chapter"}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if slice_of(m)))
+def test_every_module_of_a_slice_is_named_for_its_layer(module):
+    assert kind(module) in (*LAYERS, "face")
+
+
+def test_a_slice_module_named_for_no_layer_would_be_caught():
+    for planted in ("helpers.training.misc", "helpers.counters.chapters", "helpers.breakdown.view",
+                    "helpers.own_model.page_chapter"):
+        with pytest.raises(NotALayer, match="named for its layer"):
+            test_every_module_of_a_slice_is_named_for_its_layer(planted)
+
+
+@pytest.mark.parametrize("face", SLICES)
+def test_a_slice_package_forwards_to_its_page_module_and_imports_nothing_else(face):
+    # its __init__ imports one module of its own slice, lazily, and it is no acquisition: the
+    # page names of `helpers.<slice>` are its views, occupancy or chapter module's
+    module = f"helpers.{face}"
+    imported = GRAPH[module] | {n for n in RAW[module] if n.startswith("helpers")}
+    assert len(imported) == 1, f"{module} imports {sorted(imported)}: its page module only"
+    (page,) = imported
+    assert slice_of(page) == face and kind(page) in NO_SOURCES, \
+        f"{module} forwards to {page}: a page module of its own slice (views, occupancy, chapter)"
 
 
 def package_of(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else ""
+    """The layer whose rules a module keeps (`kind`): a slice's module keeps its layer's."""
+    return kind(module)
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -172,6 +241,67 @@ def test_a_cycle_or_a_higher_import_would_be_caught(tmp_path):
             test_no_module_imports_a_higher_layer("helpers.core.a")
         with pytest.raises(AssertionError, match="imports acquisition"):
             test_no_view_imports_acquisition("helpers.views.b")
+    finally:
+        GRAPH.clear()
+        GRAPH.update(saved)
+
+
+# the layer rule inside a slice and across slices: each planted edge breaks it
+PLANTED_SLICE_EDGES = [
+    # a slice's core imports its own chapter, its own sources, another slice's views
+    ("helpers.training.core", "helpers.training.chapter", "imports a higher layer"),
+    ("helpers.training.core_backward", "helpers.training.sources_modes", "imports a higher layer"),
+    ("helpers.smem_cliff.core", "helpers.breakdown.views", "imports a higher layer"),
+    # a layer module imports a slice's higher module, or a slice's package (its face)
+    ("helpers.core.stages", "helpers.own_model.sources", "imports a higher layer"),
+    ("helpers.chapters.roofline", "helpers.counters", "imports a higher layer"),
+    ("helpers.training.sources_step", "helpers.training", "imports a higher layer"),
+    ("helpers.counters.core", "helpers.views.tables", "imports a higher layer"),
+    # a page module of a slice imports acquisition: its own slice's, another slice's, the layer's
+    ("helpers.counters.chapter", "helpers.counters.sources", "imports acquisition"),
+    ("helpers.own_model.chapter", "helpers.training.sources_modes", "imports acquisition"),
+    ("helpers.breakdown.views", "helpers.sources.modes", "imports acquisition"),
+    ("helpers.smem_cliff.occupancy", "helpers.smem_cliff.sources", "imports acquisition"),
+    ("helpers.chapters.claims", "helpers.own_model.sources", "imports acquisition"),
+]
+
+
+@pytest.mark.parametrize("module, planted, message", PLANTED_SLICE_EDGES)
+def test_a_planted_slice_edge_would_be_caught(module, planted, message):
+    assert module in GRAPH and planted in MODULES   # real modules, one edge added
+    GRAPH[module] = GRAPH[module] | {planted}
+    try:
+        with pytest.raises(AssertionError, match=message):
+            test_no_module_imports_a_higher_layer(module)
+            test_no_view_imports_acquisition(module)
+    finally:
+        GRAPH[module] = GRAPH[module] - {planted}
+
+
+@pytest.mark.parametrize("face, planted", [
+    ("counters", {"helpers.counters.sources"}),                              # forwards to acquisition
+    ("training", {"helpers.chapters.roofline"}),                             # to another slice's or layer's
+    ("breakdown", {"helpers.breakdown.views", "helpers.breakdown.core"}),    # imports more than its page
+    ("own_model", {"helpers.own_model.chapter", "helpers"}),                 # imports the top
+])
+def test_a_slice_package_importing_more_would_be_caught(face, planted):
+    module = f"helpers.{face}"
+    saved = set(GRAPH[module])
+    GRAPH[module] = planted
+    try:
+        with pytest.raises(AssertionError, match="its page module only|a page module of its own slice"):
+            test_a_slice_package_forwards_to_its_page_module_and_imports_nothing_else(face)
+    finally:
+        GRAPH[module] = saved
+
+
+def test_a_cycle_inside_a_slice_would_be_caught():
+    saved = dict(GRAPH)
+    GRAPH["helpers.training.core"] = GRAPH["helpers.training.core"] | {"helpers.training.core_backward"}
+    GRAPH["helpers.training.core_backward"] = GRAPH["helpers.training.core_backward"] | {"helpers.training.core"}
+    try:
+        with pytest.raises(AssertionError, match="import cycles"):
+            test_no_import_cycle()
     finally:
         GRAPH.clear()
         GRAPH.update(saved)
@@ -324,12 +454,18 @@ def bindings(source: str) -> list[str]:
 
 
 def test_the_top_level_binds_nothing_into_modules():
-    # `helpers.counters` is helpers.chapters.counters itself: nothing bound into it, no wrapper
-    bound = bindings((PACKAGE / "__init__.py").read_text())
-    assert not bound, f"helpers/__init__.py binds into modules: {bound}"
+    # `helpers.roofline` is helpers.chapters.roofline itself: nothing bound into it, no wrapper; a
+    # slice's package (`helpers.counters`) binds nothing either: its names are its page module's own
+    for init in [PACKAGE / "__init__.py", *(PACKAGE / s / "__init__.py" for s in SLICES)]:
+        bound = bindings(init.read_text())
+        assert not bound, f"{init.relative_to(PACKAGE.parent)} binds into modules: {bound}"
     import helpers
-    from helpers.chapters import counters, roofline
-    assert helpers.counters is counters and helpers.roofline is roofline
+    from helpers.chapters import roofline
+    from helpers.counters import chapter as counters
+    from helpers.training import chapter as training
+    assert helpers.roofline is roofline
+    assert helpers.counters.show is counters.show and helpers.counters.Counters is counters.Counters
+    assert helpers.training.peak_chart is training.peak_chart and helpers.training.chapter is training
 
 
 PLANTED_READS = [
@@ -357,13 +493,19 @@ PLANTED_BINDINGS = [
 ]
 
 
+# page modules of a layer and of slices (a slice's views, occupancy and chapter modules are held
+# to the same rules): a planted read or fetcher in each must fail
+PLANTED_PAGES = ["helpers.views.planted", "helpers.counters.chapter_planted", "helpers.breakdown.views_planted",
+                 "helpers.smem_cliff.occupancy_planted"]
+
+
+@pytest.mark.parametrize("module", PLANTED_PAGES)
 @pytest.mark.parametrize("planted", PLANTED_READS)
-def test_a_planted_read_would_be_caught(planted, tmp_path):
+def test_a_planted_read_would_be_caught(planted, module, tmp_path):
     # the check on a temporary copy of a page module with one read planted: it must fail
-    copy = tmp_path / "helpers" / "views" / "planted.py"
+    copy = tmp_path.joinpath(*module.split(".")).with_suffix(".py")
     copy.parent.mkdir(parents=True)
     copy.write_text((PACKAGE / "views" / "tables.py").read_text() + "\n\n" + planted)
-    module = "helpers.views.planted"
     MODULES[module] = copy
     GRAPH[module] = {m for m in REPLAY_READERS if m.rsplit(".", 1)[-1] in planted} | GRAPH["helpers.views.tables"]
     try:
@@ -386,24 +528,37 @@ def test_reading_its_own_scripts_is_no_data_read():
         assert not file_reads(source)
 
 
+@pytest.mark.parametrize("module", PLANTED_PAGES)
 @pytest.mark.parametrize("planted", PLANTED_FETCHERS)
-def test_a_planted_fetcher_would_be_caught(planted, tmp_path):
+def test_a_planted_fetcher_would_be_caught(planted, module, tmp_path):
     copy = tmp_path / "widgets.py"
     copy.write_text((PACKAGE / "views" / "widgets.py").read_text() + "\n\n" + planted)
-    MODULES["helpers.views.planted"] = copy
+    MODULES[module] = copy
     try:
         with pytest.raises(AssertionError, match="takes callables that fetch"):
-            test_no_page_function_takes_a_fetcher("helpers.views.planted")
+            test_no_page_function_takes_a_fetcher(module)
     finally:
-        del MODULES["helpers.views.planted"]
+        del MODULES[module]
 
 
+def test_a_slice_core_or_sources_module_is_not_a_page():
+    # the handed-data rules follow the layer of the name: a slice's sources module reads its recordings
+    assert package_of("helpers.training.sources_modes") == "sources" not in NO_SOURCES
+    assert package_of("helpers.training.core_backward") == "core" not in NO_SOURCES
+    assert {package_of(m) for m in ("helpers.counters.chapter", "helpers.breakdown.views",
+                                    "helpers.smem_cliff.occupancy")} == NO_SOURCES
+
+
+@pytest.mark.parametrize("where", ["__init__.py", "counters/__init__.py"])
 @pytest.mark.parametrize("planted", PLANTED_BINDINGS)
-def test_a_planted_binding_would_be_caught(planted, tmp_path, monkeypatch):
-    # a temporary copy of helpers/__init__.py with one binding planted: the check must fail
+def test_a_planted_binding_would_be_caught(planted, where, tmp_path, monkeypatch):
+    # a temporary copy of helpers/__init__.py and of the slices' packages, one binding planted in
+    # the top or in a slice's package: the check must fail
     copy = tmp_path / "helpers"
-    copy.mkdir()
-    (copy / "__init__.py").write_text((PACKAGE / "__init__.py").read_text() + "\n\n" + planted)
+    for init in [PACKAGE / "__init__.py", *(PACKAGE / s / "__init__.py" for s in SLICES)]:
+        target = copy / init.relative_to(PACKAGE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(init.read_text() + ("\n\n" + planted if init.relative_to(PACKAGE).as_posix() == where else ""))
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", copy)
     with pytest.raises(AssertionError, match="binds into modules"):
         test_the_top_level_binds_nothing_into_modules()

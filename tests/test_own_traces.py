@@ -387,7 +387,7 @@ def test_the_breakdown_agrees_with_the_raw_events(path):
 def test_compute_is_the_kernels_alone_and_a_gap_without_its_launch_is_unknown():
     """naive's step holds a memset and a memcpy: compute (kernels alone) is less than busy. With the
     launch of the event that ends a gap unknown, that gap moves from its cause to "unknown"."""
-    from helpers.core import breakdown as bd
+    from helpers.breakdown import core as bd
     from conftest import raw_last_step
     path = next(p for p in TRACES if p.name.startswith("naive__"))
     gpu, _, _ = raw_last_step(path)
@@ -477,7 +477,7 @@ def test_profile_code_on_the_gpu_matches_the_raw_events(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["encoder_forward", "encoder_train_step"])
 def test_an_experiment_live_and_replayed_have_the_same_tables_and_threads(name):
-    from helpers.sources.own_model import profile_experiment
+    from helpers.own_model.sources import profile_experiment
     live, replayed = profile_experiment(name, mode="live", quiet=True), profile_experiment(name, mode="replay", quiet=True)
     assert live.annotation == replayed.annotation == name
     for table in FRAMES:
@@ -541,7 +541,7 @@ def test_the_chapters_guess_and_explorer_work_on_a_recorded_step(path, monkeypat
     assert judge(events, str(len(raw_last_step(path)[0])))["verdict"] == "right"
     assert judge(events, "0")["verdict"] == "wrong"
     drawn = []
-    import helpers.chapters.own_model as chapter  # helpers.own_model itself
+    import helpers.own_model.chapter as chapter  # helpers.own_model's names are its
     monkeypatch.setattr(chapter, "display", lambda obj: drawn.append(obj))
     explorer = own_model.timeline_explorer(prof)
     slider = explorer.children[1]
@@ -554,7 +554,7 @@ def test_each_gap_its_bounds_and_cause_from_the_raw_events():
     """idle_gaps row by row against plain loops over naive's last step: where each gap starts and
     ends, and its cause (the host, when the launch of the event ending it came after the GPU went
     idle; other GPU work, when it came before or at that instant; unknown without a launch)."""
-    from helpers.core import breakdown as bd
+    from helpers.breakdown import core as bd
     from conftest import raw_last_step
     path = next(p for p in TRACES if p.name.startswith("naive__"))
     gpu, _, _ = raw_last_step(path)
@@ -603,7 +603,7 @@ def test_each_gap_its_bounds_and_cause_from_the_raw_events():
 def test_the_union_of_one_interval_is_that_interval():
     # a step with a single GPU event is busy for that event's duration (a mutant that returned
     # nothing for one interval survived: no trace of the set has a one-event step window)
-    from helpers.core import breakdown as bd
+    from helpers.breakdown import core as bd
     starts, ends = bd.merged(np.array([2.0]), np.array([5.0]))
     assert list(starts) == [2.0] and list(ends) == [5.0]
     one = pd.DataFrame({"start_us": [2.0], "end_us": [5.0], "category": ["kernel"], "launch_start_us": [1.0]})
@@ -627,7 +627,7 @@ def _naive_rows() -> list[dict]:
 
 
 def _expected_row(rows: list[dict]) -> dict:
-    """A window's breakdown by plain loops over its events (the definitions of helpers.core.breakdown):
+    """A window's breakdown by plain loops over its events (the definitions of helpers.breakdown.core):
     span from the first start to the last end, busy and compute as unions, each gap's cause read from
     the launch of the event that ends it (after the GPU went idle: the host; at or before: other GPU
     work; none in the trace: unknown); percentages of the span, none where the span is empty."""
@@ -670,7 +670,7 @@ def test_every_field_of_the_breakdown_row_from_the_raw_events():
     idle (other GPU work, not the host) or with no launch in the trace (unknown), a step of one event
     shorter than a microsecond, one of zero duration (no span: no percentage), and a step with no GPU
     event at all (nothing to measure: zero time, no bounds, no percentage)."""
-    from helpers.core import breakdown as bd
+    from helpers.breakdown import core as bd
     rows = _naive_rows()
     want = _expected_row(rows)
     assert want["other_wait_us"] > 0 and want["compute_us"] < want["busy_us"]
@@ -704,7 +704,7 @@ def test_every_field_of_the_breakdown_row_from_the_raw_events():
 def test_each_gap_names_the_event_that_ends_it_from_the_raw_events():
     """idle_gaps' columns of the event ending each gap (its step, category, stream, launch call and its
     start, the ops holding the launch) are that event's own fields, read from the raw JSON."""
-    from helpers.core import breakdown as bd
+    from helpers.breakdown import core as bd
     rows = _naive_rows()
     gaps = bd.idle_gaps(pd.DataFrame(rows))
     assert len(gaps) and list(gaps.columns) == bd.GAP_COLUMNS
@@ -780,7 +780,7 @@ def test_idle_by_op_from_the_gaps_found_by_plain_loops(path):
     """Chapter 10's idle-by-op table, for each step asked for: the gaps of that step found by a plain
     loop over its GPU events, grouped by cause (in words) and by the op that launched the work ending
     each gap; count, idle time and share of the step's span as shown (to 0.1), largest first."""
-    from helpers.core.breakdown import CAUSES
+    from helpers.breakdown.core import CAUSES
     prof = quiet_load(path)
     shown = []
     for step in prof.steps:
@@ -811,7 +811,7 @@ def test_idle_by_op_from_the_gaps_found_by_plain_loops(path):
 def test_the_gaps_of_any_step_asked_for():
     """idle_gaps(prof, step) is that step's gaps (not the last step's): each gap's bounds from a plain
     loop over the step's own GPU events, in the core table's columns and nothing more."""
-    from helpers.core.breakdown import GAP_COLUMNS
+    from helpers.breakdown.core import GAP_COLUMNS
     path = next(p for p in TRACES if p.name.startswith("naive__"))
     prof = Profile.load(path)
     assert len(prof.steps) > 1

@@ -21,6 +21,8 @@ README = (ROOT / "README.md").read_text()
 API = (ROOT / "book" / "api.md").read_text()
 TICKS = re.compile(r"`([^`]+)`")
 LAYERS = ("core", "sources", "views", "occupancy", "chapters")
+# the feature slices: every other package of helpers/ (tests/test_layers.py), listed from the folder
+SLICES = tuple(sorted(p.parent.name for p in (ROOT / "helpers").glob("*/__init__.py") if p.parent.name not in LAYERS))
 
 
 # ------------------------------------------------------------------------------------ the guide
@@ -123,9 +125,14 @@ def modules_in(layer: str) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("layer", LAYERS)
+def test_the_slices_are_found():
+    assert set(SLICES) >= {"counters", "smem_cliff", "training", "own_model", "breakdown"}
+
+
+@pytest.mark.parametrize("layer", LAYERS + SLICES)
 def test_every_module_is_on_the_api_page_and_every_listed_one_exists(layer):
-    listed = {n for n, k in documented().items() if k == "automodule" and n.startswith(f"helpers.{layer}")}
+    listed = {n for n, k in documented().items() if k == "automodule"
+              and (n == f"helpers.{layer}" or n.startswith(f"helpers.{layer}."))}
     present = modules_in(layer)
     assert not present - listed, f"modules book/api.md does not document: {present - listed}"
     assert not listed - present, f"book/api.md documents modules that do not exist: {listed - present}"

@@ -202,7 +202,7 @@ def test_the_registry_facts_are_what_was_recorded():
     """Every stage list is a query of the registry (stages_where); each fact matches the committed
     H200 set, read by file name alone."""
     from helpers.core.stages import STAGES, stages_where
-    from helpers.core.training_stages import TRAINING_STAGES
+    from helpers.training.core import TRAINING_STAGES
 
     def having(pattern: str) -> set[str]:
         return {p.name.split("__")[0] for p in H200.glob(pattern)}

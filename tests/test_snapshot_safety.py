@@ -1,7 +1,7 @@
 """No code runs from a recording: a memory snapshot (`snapshot__<stage>__<shape>.pickle.gz`) is a
 pickle, and a pickle can name any function to call while it loads. A replay set shared with a
 reader must not run its code on their machine: the snapshot is read with an unpickler that admits
-plain data only (helpers.core.backward.read_snapshot), and a hostile one is refused, with a message
+plain data only (helpers.training.core_backward.read_snapshot), and a hostile one is refused, with a message
 that says so, before anything of it runs.
 
 The hostile snapshot here is a real one with one allocator event replaced by an object whose
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers.core import backward as bw
+from helpers.training import core_backward as bw
 from helpers.core import config
 from helpers.core.errors import TraceError
-from helpers.sources import training_modes
+from helpers.training import sources_modes as training_modes
 
 RECORDED = Path(__file__).resolve().parent.parent / "notebooks" / "traces" / "h200" / "training"
 

@@ -23,7 +23,7 @@ NODE = re.compile(r"^autograd::engine::evaluate_function: (.+)$")
 
 
 def test_the_replay_set_has_a_training_step_per_stage():
-    from helpers.core.training_stages import TRAINING_STAGES
+    from helpers.training.core import TRAINING_STAGES
     assert {p.name.split("__")[0] for p in TRACES} == set(TRAINING_STAGES)
     # the replay set stays small: a few MB with the snapshots and ncu's table
     assert sum(p.stat().st_size for p in TRAINING.rglob("*") if p.is_file()) < 4 * 2**20
@@ -66,8 +66,8 @@ def raw_backward(path: Path) -> dict:
 
 @pytest.mark.parametrize("path", TRACES, ids=[p.name.split("__")[0] for p in TRACES])
 def test_backward_kernels_and_their_autograd_nodes_from_the_raw_events(path):
-    from helpers.core import backward as bw
-    from helpers.sources import training_modes as tm
+    from helpers.training import core_backward as bw
+    from helpers.training import sources_modes as tm
     from helpers.core.profile import Profile
     raw = raw_backward(path)
     prof = Profile.load(path)
@@ -143,8 +143,8 @@ def ok_rows(memory: dict) -> dict:
 
 
 def test_the_peak_memory_model_matches_the_recordings(memory):
-    from helpers.core import backward as bw
-    from helpers.sources import training_modes as tm
+    from helpers.training import core_backward as bw
+    from helpers.training import sources_modes as tm
     fits = bw.fit(bw.ladder(memory)).set_index("stage")
     for stage, rows in ok_rows(memory).items():
         assert len(rows) >= 4, stage
@@ -165,8 +165,8 @@ def test_peak_grows_4x_per_doubling_where_a_seq_by_seq_tensor_is_kept_else_2x(me
         keeps[prof.stage] = prof.provenance.extra["training"]["held_bytes"] >= s.batch * s.heads * s.seq**2 * 2
     assert any(keeps.values()) and not all(keeps.values())
     # the chapter's growth() and its models_table, against the recorded peaks
-    from helpers.core import backward as bw
-    from helpers.chapters import training as view
+    from helpers.training import core_backward as bw
+    from helpers.training import chapter as view
     last = bw.growth(bw.ladder(memory)).groupby("stage").last()
     table = view.models_table(memory).set_index("stage")
     assert set(last.index) == set(ok_rows(memory))
@@ -184,8 +184,8 @@ def test_peak_grows_4x_per_doubling_where_a_seq_by_seq_tensor_is_kept_else_2x(me
 
 
 def test_the_largest_seq_is_the_last_step_that_ran(memory):
-    from helpers.core import backward as bw
-    from helpers.sources import training_modes as tm
+    from helpers.training import core_backward as bw
+    from helpers.training import sources_modes as tm
     table = bw.max_seq(memory).set_index("stage")
     for stage in table.index:
         rows = [r for r in memory["ladder"] if r.get("stage") == stage and "seq" in r]
@@ -217,8 +217,8 @@ def prof_key() -> str:
 def test_the_memory_timeline_follows_the_snapshots_events(memory):
     """snapshot_timeline against a plain walk over the pickle: the same peak; naive's forward
     allocates one S×S bf16 block of the snapshot's shape, flash never does."""
-    from helpers.core import backward as bw
-    from helpers.sources import training_modes as tm
+    from helpers.training import core_backward as bw
+    from helpers.training import sources_modes as tm
     from helpers.core.stages import Shape
     for stage in ("naive", "sdpa_flash"):
         path = next(TRAINING.glob(f"snapshot__{stage}__*.pickle.gz"))
@@ -243,11 +243,11 @@ def test_ncu_backward_table_agrees_with_the_trace():
     """ncu's table of the backwards, split at its marker kernels, has per stage as many kernels as
     the trace's backward; and the FLOPs it measured are the model's multiple of the forward's:
     5 products against 2 where the scores are recomputed, 4 against 2 where P was kept."""
-    from helpers.chapters import training as view
-    from helpers.core import backward as bw
-    from helpers.sources import training_modes as tm
+    from helpers.training import chapter as view
+    from helpers.training import core_backward as bw
+    from helpers.training import sources_modes as tm
     from helpers.core.stages import DEFAULT_SHAPE
-    from helpers.core.training_stages import FUSED, backward_flops, recompute_free_backward_flops
+    from helpers.training.core import FUSED, backward_flops, recompute_free_backward_flops
     parts = tm.ncu_backward()
     assert parts
     for stage, table in parts.items():
@@ -264,7 +264,7 @@ def test_ncu_backward_table_agrees_with_the_trace():
 def test_inplace_masking_under_autograd_runs_here():
     """Run on this machine's CPU: masking the scores in place runs and saves what naive saves;
     masking the softmax's output in place runs forward and fails backward, naming the softmax."""
-    from helpers.sources.training import inplace_under_autograd
+    from helpers.training.sources_step import inplace_under_autograd
     rows = {r["variant"]: r for r in inplace_under_autograd(device="cpu")}
     assert rows["naive"]["backward_ran"] and rows["inplace"]["backward_ran"]
     assert rows["inplace"]["saved_seq_by_seq"] == rows["naive"]["saved_seq_by_seq"] >= 1
@@ -274,9 +274,9 @@ def test_inplace_masking_under_autograd_runs_here():
 
 
 def test_the_glued_answers_come_from_the_recordings(memory):
-    from helpers.chapters import training as view
-    from helpers.core import backward as bw
-    from helpers.sources import training_modes as tm
+    from helpers.training import chapter as view
+    from helpers.training import core_backward as bw
+    from helpers.training import sources_modes as tm
     profiles = {p.name.split("__")[0]: tm.load_step(p.name.split("__")[0]) for p in TRACES}
     a = view.answers(profiles, memory)
     raw = raw_backward(TRAINING / f"sdpa_flash__{prof_key()}.json.gz")
@@ -291,9 +291,9 @@ def test_the_glued_answers_come_from_the_recordings(memory):
 # replay counterpart, run in CI: tests/independent/test_gpu_counterparts.py::test_a_recorded_training_step_has_its_forward_and_backward
 @pytest.mark.gpu
 def test_a_training_step_profiles_live():
-    from helpers.sources.training_modes import profile_training
-    from helpers.core import backward as bw
-    from helpers.sources import training_modes as tm
+    from helpers.training.sources_modes import profile_training
+    from helpers.training import core_backward as bw
+    from helpers.training import sources_modes as tm
     from helpers.core.stages import Shape
     prof = profile_training("sdpa_flash", Shape(batch=2, heads=4, seq=512), mode="live", quiet=True)
     c = bw.phase_counts(prof)
@@ -303,8 +303,8 @@ def test_a_training_step_profiles_live():
 
 def test_glued_values_read_as_numbers_not_reprs(memory):
     """glue shows a value's repr: a numpy scalar would read np.float64(2.5) in the prose."""
-    from helpers.chapters import training as view
-    from helpers.sources import training_modes as tm
+    from helpers.training import chapter as view
+    from helpers.training import sources_modes as tm
     profiles = {p.name.split("__")[0]: tm.load_step(p.name.split("__")[0]) for p in TRACES}
     from helpers.sources.modes import profile_stage
     forwards = {st: profile_stage(st, mode="replay", quiet=True) for st in ("naive", "sdpa_flash")}
@@ -318,7 +318,7 @@ def test_glued_values_read_as_numbers_not_reprs(memory):
 def test_the_models_memory_wall_falls_where_the_search_ran_out(memory):
     """For every stage that ran out of memory, the fitted model fills the GPU between the last
     seq that ran and the one that did not: the model and the search agree on where the wall is."""
-    from helpers.core import backward as bw
+    from helpers.training import core_backward as bw
     table = bw.limit_seq(memory).set_index("stage")
     ran_out = [r for r in memory["ladder"] if r.get("status") == "oom"]
     assert ran_out

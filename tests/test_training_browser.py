@@ -33,7 +33,7 @@ def test_the_training_page_offline(visit, book, size):  # noqa: F811
     assert len(timeline) == 1
     names = {t["name"]: t["points"] for t in timeline[0]["traces"]}
     # one line per snapshot, as many points as the recorded allocator events it draws
-    from helpers.core.backward import snapshot_timeline
+    from helpers.training.core_backward import snapshot_timeline
     for stage in ("naive", "sdpa_flash"):
         data = gzip.decompress(next(TRAINING.glob(f"snapshot__{stage}__*.pickle.gz")).read_bytes())
         assert names[stage] == len(snapshot_timeline(data))

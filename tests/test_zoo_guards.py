@@ -88,7 +88,7 @@ def largest_seq(memory: dict) -> dict[str, tuple[int, int, bool]]:
 
 
 def test_chapter_11_largest_seq_table_and_the_first_to_run_out(memory, trainings):
-    from helpers.chapters import training
+    from helpers.training import chapter as training
     want = largest_seq(memory)
     table = training.max_seq_table(memory).set_index("stage")
     for stage, (seq, peak, _) in want.items():
@@ -112,7 +112,7 @@ def test_chapter_11_first_to_run_out_is_the_tied_stage_whose_peak_grows_fastest(
     model fills the GPU first. Independent of the fit: at the last seq that ran, the tied stages
     all hold a peak below the GPU's memory; the one that runs out first at a continuous seq is the
     one with the largest peak there (the models are a·S² + b·S, the same S for all)."""
-    from helpers.chapters import training
+    from helpers.training import chapter as training
     want = largest_seq(memory)
     oom = {s: v for s, v in want.items() if v[2]}
     first = min(v[0] for v in oom.values())
@@ -123,7 +123,7 @@ def test_chapter_11_first_to_run_out_is_the_tied_stage_whose_peak_grows_fastest(
 
 
 def test_chapter_11_peak_chart_points_are_the_ladders_bytes_in_gib(memory):
-    from helpers.chapters import training
+    from helpers.training import chapter as training
     fig = training.peak_chart(memory)
     ladders = ladder_by_stage(memory)
     named = [t for t in fig.data if t.name in ladders]
@@ -140,7 +140,7 @@ def test_chapter_11_peak_chart_points_are_the_ladders_bytes_in_gib(memory):
 
 
 def test_chapter_11_phases_table_from_the_raw_events(trainings):
-    from helpers.chapters import training
+    from helpers.training import chapter as training
     table = training.phases_table(trainings).set_index("stage")
     for stage in trainings:
         raw_phases = step_phases(TRAINING / f"{stage}__{KEY}.json.gz")
@@ -153,7 +153,7 @@ def test_chapter_11_phases_table_from_the_raw_events(trainings):
 
 
 def test_chapter_11_held_table_in_mib_from_the_recorded_provenance(trainings):
-    from helpers.chapters import training
+    from helpers.training import chapter as training
     table = training.held_table(trainings).set_index("stage")
     for stage in trainings:
         p = raw(TRAINING / f"{stage}__{KEY}.json.gz")["provenance"]
@@ -166,7 +166,7 @@ def test_chapter_11_held_table_in_mib_from_the_recorded_provenance(trainings):
 
 
 def test_chapter_11_timer_table_ratio_from_the_recorded_provenance(trainings):
-    from helpers.chapters import training
+    from helpers.training import chapter as training
     table = training.timer_table(trainings).set_index("stage")
     for stage in trainings:
         p = raw(TRAINING / f"{stage}__{KEY}.json.gz")["provenance"]
@@ -181,7 +181,7 @@ def test_chapter_11_timer_table_ratio_from_the_recorded_provenance(trainings):
 
 def test_chapter_11_memory_timeline_marks_in_ms_and_its_peak(memory):
     from helpers import snapshots
-    from helpers.chapters import training
+    from helpers.training import chapter as training
     snaps = snapshots(("naive", "sdpa_flash"), memory=memory)
     given = {s: (data, marks) for s, (data, marks, _) in snaps.items()}
     fig = training.timeline_chart(given, "")
@@ -209,8 +209,8 @@ def quotient(shown: float, num: float, num_half: float, den: float, den_half: fl
 
 @pytest.fixture(scope="module")
 def work():
-    from helpers.chapters import training
-    from helpers.sources import training_modes
+    from helpers.training import chapter as training
+    from helpers.training import sources_modes as training_modes
     return training.ncu_work(training_modes.training_counters())
 
 
@@ -218,7 +218,7 @@ def test_chapter_11_work_table_units_and_ratios(work):
     """The backward's bytes from ncu's rows of each stage (the sources layer splits the one
     recording per stage; its split is tested in test_training), in GB = bytes / 1e9; each
     FLOP/byte is its GFLOP over its GB; the ratio is backward over forward."""
-    from helpers.sources import training_modes
+    from helpers.training import sources_modes as training_modes
     parts = training_modes.ncu_backward()
     w = work.set_index("stage")
     for stage, rows in parts.items():
@@ -235,7 +235,7 @@ def test_chapter_11_work_table_units_and_ratios(work):
 
 
 def test_chapter_11_roofline_points_and_the_ridge_sentence(work):
-    from helpers.chapters import training
+    from helpers.training import chapter as training
     fig = training.roofline_chart(work)
     w = work.set_index("stage")
     for t in fig.data:
@@ -565,15 +565,15 @@ def raw_step(name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def own():
-    from helpers.sources import own_model
+    from helpers.own_model import sources as own_model
     return {n: own_model.profile(n) for n in ("encoder_forward", "encoder_train_step")}
 
 
 @pytest.mark.parametrize("name", ["encoder_forward", "encoder_train_step"])
 def test_chapter_10_glued_step_and_the_guess_key_from_the_raw_events(own, name):
     import statistics
-    from helpers.chapters import own_model
-    from helpers.views import breakdown
+    from helpers.own_model import chapter as own_model
+    from helpers.breakdown import views as breakdown
     prof = own[name]
     step = raw_step(name)
     values = own_model.glue_step(prof, "zoo")
@@ -599,7 +599,7 @@ def test_chapter_10_glued_step_and_the_guess_key_from_the_raw_events(own, name):
 
 @pytest.mark.parametrize("name", ["encoder_forward", "encoder_train_step"])
 def test_chapter_10_top_kernels_and_kernels_per_op_from_the_raw_events(own, name):
-    from helpers.views import breakdown
+    from helpers.breakdown import views as breakdown
     prof = own[name]
     step = raw_step(name)
     total = sum(g["dur"] for g in step["gpu"])
@@ -620,7 +620,7 @@ def test_chapter_10_top_kernels_and_kernels_per_op_from_the_raw_events(own, name
 
 
 def test_chapter_10_the_verdict_names_the_op_before_the_longest_wait(own):
-    from helpers.views import breakdown
+    from helpers.breakdown import views as breakdown
     for prof in own.values():
         gaps = breakdown.idle_gaps(prof)
         host = gaps[gaps["cause"] == "host"]

@@ -3,7 +3,7 @@
 Kineto chrome traces of code nobody here wrote, each exactly as torch.profiler wrote it, with a
 `provenance` dict added (GPU, torch, date, command, the code):
 
-* the chapter's experiments (helpers/sources/own_model.py: TransformerEncoderLayer forward
+* the chapter's experiments (helpers/own_model/sources.py: TransformerEncoderLayer forward
   with the fast path on and off, a training step at a small and a big batch, and transformers'
   GPT-2 where transformers imports), through `profile_code`: the very code chapter 10 runs live;
   3 warm-up calls, then schedule(wait=1, warmup=1, active=3), record_function(<name>) around
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from helpers.sources.provenance import device_facts, now  # noqa: E402
-from helpers.sources.own_model import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, make_step  # noqa: E402
+from helpers.own_model.sources import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, make_step  # noqa: E402
 from helpers.core.replay_set import ReplaySet  # noqa: E402
 
 COMMAND = "python tools/record_own_model.py"

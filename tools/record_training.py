@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from helpers.sources import training  # noqa: E402
+from helpers.training import sources_step as training  # noqa: E402
 from helpers.core.replay_set import ReplaySet  # noqa: E402
 from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape, stages_where  # noqa: E402
 
@@ -150,7 +150,7 @@ def record_ncu(run: Run, timeout: float) -> None:
     name = f"backward__{DEFAULT_SHAPE.key}"
     log = out / f"{name}.json"
     rep = out / f"{name}.ncu-rep"
-    call = f"from helpers.sources import training; training.profile_backwards({','.join(NCU_STAGES)!r}, {DEFAULT_SHAPE.key!r}, {str(log)!r})"
+    call = f"from helpers.training import sources_step as training; training.profile_backwards({','.join(NCU_STAGES)!r}, {DEFAULT_SHAPE.key!r}, {str(log)!r})"
     command = [exe, "--profile-from-start", "off", "--clock-control", "none", "--metrics", ",".join(metrics),
                "-f", "-o", str(rep.with_suffix("")), sys.executable, "-c", call]
     started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Record the shared-memory cliff experiment on a GPU (helpers.sources.smem_cliff):
+"""Record the shared-memory cliff experiment on a GPU (helpers.smem_cliff.sources):
 
     python tools/smem_cliff.py [--out PATH]
 
@@ -18,8 +18,8 @@ import json
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from helpers.core.replay_set import ReplaySet
-from helpers.occupancy.smem_cliff import summarize_smem_cliff
-from helpers.sources.smem_cliff import smem_cliff_events
+from helpers.smem_cliff.occupancy import summarize_smem_cliff
+from helpers.smem_cliff.sources import smem_cliff_events
 
 
 def main() -> None:

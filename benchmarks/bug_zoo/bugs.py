@@ -46,12 +46,12 @@ GUESS_S_T = GUESS_T + ["tests/test_guess_words.py", "tests/test_guess_keys_raw.p
 OCC_S_T = OCC_T + [IND + "test_occupancy_page.py"]
 
 C = "helpers/chapters/claims.py"
-K = "helpers/chapters/counters.py"
+K = "helpers/counters/chapter.py"
 R = "helpers/chapters/roofline.py"
-O = "helpers/chapters/own_model.py"
-VB = "helpers/views/breakdown.py"
-CB = "helpers/core/breakdown.py"
-T = "helpers/chapters/training.py"
+O = "helpers/own_model/chapter.py"
+VB = "helpers/breakdown/views.py"
+CB = "helpers/breakdown/core.py"
+T = "helpers/training/chapter.py"
 G = "helpers/views/js/guess.js"
 GP = "helpers/views/guess.py"  # the judge's tables (units, status words), handed to guess.js in every key
 OJ = "helpers/occupancy/js/occupancy.js"

@@ -430,7 +430,7 @@ def true_vs_cupti(table: pd.DataFrame) -> pd.DataFrame:
 def smem_cliff(events: list[dict], provenance: dict) -> pd.DataFrame:
     """One row per launch of the experiment: the range, the launch call, the kernel's values,
     CUPTI's figure (every repeat), Kineto's recomputed and the true occupancy."""
-    from ..occupancy.smem_cliff import summarize_smem_cliff
+    from ..smem_cliff.occupancy import summarize_smem_cliff
     calls = {(e.get("args") or {}).get("correlation"): e["name"] for e in events
              if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")}
     rows = summarize_smem_cliff(events, provenance["capability"], provenance["sm_count"])

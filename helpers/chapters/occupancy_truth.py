@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
-from .counters import Counters
+from ..counters.chapter import Counters
 from ..views.prose import glue
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, get_stage
@@ -213,7 +213,7 @@ def glue_executed(c: Counters, stage: str = "sdpa_flash", shape: Shape = DEFAULT
     """Glue a stage's executed TFLOP/s (the ledger's: executed FLOPs over ncu time, chapter 9's
     roofline y) as `<short>_executed_tflops`, for the page to set beside its model TFLOP/s."""
     from ..core import quantities as q
-    from .counters import flops_per_unit
+    from ..counters.chapter import flops_per_unit
     table = c.stage(stage, shape)
     flops = float(q.executed_flops(table, flops_per_unit(c)).sum())
     value = f"{flops / q.ncu_seconds(table) / q.TB:.0f}"

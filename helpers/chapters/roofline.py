@@ -29,7 +29,7 @@ from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, STAGES, Shape, get_stage, stages_where  # noqa: F401
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
 from ..core import quantities as q
-from .counters import Counters, copy_bytes, flops_per_unit, kernel_flops, pipe_roofs
+from ..counters.chapter import Counters, copy_bytes, flops_per_unit, kernel_flops, pipe_roofs
 from ..views.prose import glue
 
 TB = 1e12

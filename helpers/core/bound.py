@@ -14,7 +14,7 @@ CPU** when the host (launches not yet issued) is the larger share of that wait, 
 GPU work** when queued work waits on another stream, an event or a synchronization.
 
 For `do_bench` every idle µs is a wait for the host (one stream, back-to-back calls), so the wait
-is `wall - busy`. A profiled step splits its idle time by cause (`helpers.core.breakdown`).
+is `wall - busy`. A profiled step splits its idle time by cause (`helpers.breakdown.core`).
 
 The CPU time a profiled step records is *not* this wall time: the profiler records every op on the
 CPU and that costs time, so the profiled CPU time of a call is longer than the same call's CPU time

@@ -185,7 +185,7 @@ class Stage:
 
     def run(self, inputs: dict, training: bool = False) -> torch.Tensor:
         """One forward, exactly as the profiler sees it: under no_grad, or with `training` under
-        autograd, which records what the backward needs (helpers/sources/training.py)."""
+        autograd, which records what the backward needs (helpers/training/sources_step.py)."""
         import torch
         # the backend is pinned outside attn_fwd, so its context manager is not counted as CPU time
         grad = torch.enable_grad() if training else torch.no_grad()

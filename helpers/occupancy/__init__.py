@@ -4,7 +4,8 @@ calculator (CUDA's occupancy rules, and Kineto's estimate) and gpus (the per-arc
 and the products) are the calculator itself, and import nothing else of helpers; charts, drawing
 (the SM drawing), browser (the calculator page, which calculates in the reader's browser with
 js/occupancy.js, a port of calculator.py handed every table by Python), lessons (the occupancy
-chapter) and smem_cliff (the shared-memory experiment) build on it and on the two layers below.
+chapter) build on it and on the two layers below; so does the shared-memory experiment's reading
+(helpers/smem_cliff/occupancy.py, layer occupancy in its feature slice).
 
     from helpers.occupancy import occupancy
     occupancy("H200", 384, 168, 134144)   # -> Occupancy(active_blocks=1, ...)

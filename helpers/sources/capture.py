@@ -117,7 +117,7 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
 
     With `training`, each profiled call is one training step instead of a forward: the forward
     under autograd in record_function("attn_fwd"), then the backward with a fixed grad_output in
-    record_function("attn_bwd") (helpers/sources/training.py); the memory fields are those of
+    record_function("attn_bwd") (helpers/training/sources_step.py); the memory fields are those of
     the whole step, and `extra["training"]` holds what autograd kept between the two."""
     stage = get_stage(stage) if isinstance(stage, str) else stage
     stage.check(shape, "cuda" if torch.cuda.is_available() else "cpu")
@@ -125,7 +125,7 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
         reset_compiled()  # so the first call below pays the whole compilation, as a reader's does
     inputs = stage.make_inputs(shape, "cuda")
     if training:
-        from .training import held_for_backward, prepare, train_step
+        from ..training.sources_step import held_for_backward, prepare, train_step
         prepare(inputs)
         forward = lambda: train_step(stage, inputs)  # noqa: E731
     else:

@@ -369,7 +369,7 @@ def load(stage: str, shape: Shape, gpu: str | None = None) -> pd.DataFrame:
 
 
 # --- live ----------------------------------------------------------------------------------------
-from ..core.counters import PERMISSION_ERROR  # noqa: E402  (one definition, in core)
+from ..counters.core import PERMISSION_ERROR  # noqa: E402  (one definition, in core)
 
 
 class CountersUnavailable(RuntimeError):

@@ -77,30 +77,30 @@ class Session:
 
     def training(self, stages: Sequence[str] | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
         """One training step per stage (default: every stage the registry marks has_training)."""
-        from .training_modes import TRAINING_STAGES, profile_trainings
+        from ..training.sources_modes import TRAINING_STAGES, profile_trainings
         return profile_trainings(tuple(stages or TRAINING_STAGES), shape, self._mode(), gpu=self.gpu)
 
     def memory(self) -> dict:
         """The training chapter's recorded memory sweep (always a recording: too slow for a page)."""
-        from .training_modes import memory_recording
+        from ..training.sources_modes import memory_recording
         return memory_recording(self.replay_set.gpu)
 
     def snapshots(self, stages: Sequence[str] = stages_where(snapshot=True), memory: dict | None = None) -> dict:
         """The memory snapshots: taken live, else recorded."""
-        from .training_modes import snapshots
+        from ..training.sources_modes import snapshots
         return snapshots(tuple(stages), self._mode(), memory, gpu=self.gpu)
 
     def training_counters(self) -> dict:
         """ncu's backward and forward tables of the training chapter, with the calibration."""
-        from .training_modes import training_counters
+        from ..training.sources_modes import training_counters
         return training_counters(self.replay_set.gpu)
 
     def counters(self, stages: Sequence[str], sweep: Sequence[Shape] = (),
                  sweep_stages: Sequence[str] | None = None, quiet: bool = True):
-        """Nsight Compute's counters of the stages' forwards (sources.counters.collect). Quiet by
+        """Nsight Compute's counters of the stages' forwards (helpers.counters.sources.collect). Quiet by
         default: a page shows where they come from with `counters.show(...)` (a folded note);
         quiet=False prints it in words, outside a page."""
-        from .counters import collect
+        from ..counters.sources import collect
         return collect(stages, sweep, sweep_stages, mode=self._mode(), gpu=self.gpu, quiet=quiet)
 
     def ceilings(self):
@@ -120,12 +120,12 @@ class Session:
 
     def own_model(self, name: str):
         """A "Your own model" experiment's Profile, live or its recording (None, with why, where neither)."""
-        from .own_model import profile
+        from ..own_model.sources import profile
         return profile(name, self._mode(), gpu=self.gpu)
 
     def smem_cliff(self):
         """The shared-memory experiment: (events, provenance, the line saying where they come from)."""
-        from .smem_cliff import fetch_smem_cliff
+        from ..smem_cliff.sources import fetch_smem_cliff
         return fetch_smem_cliff(self._mode(), gpu=self.gpu)
 
     def hub_flash(self, shape: Shape = DEFAULT_SHAPE):
@@ -254,7 +254,7 @@ class Session:
 
     def inplace(self) -> list[dict]:
         """The in-place experiment, run right here: on the GPU where there is one, else on the CPU."""
-        from .training_modes import inplace_here
+        from ..training.sources_modes import inplace_here
         return inplace_here()
 
     def _mode(self) -> str:

@@ -153,7 +153,7 @@ def test_the_no_grad_forward_already_needs_the_score_matrix():
 
 def test_growth_is_the_ratio_of_the_recorded_peaks_at_each_doubling():
     """Calls growth() (the chapter's) and recomputes every ratio from the ladder."""
-    from helpers.core import backward as bw
+    from helpers.training import core_backward as bw
     memory = _raw.memory()
     g = bw.growth(bw.ladder(memory))
     expected = []

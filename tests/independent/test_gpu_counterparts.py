@@ -112,8 +112,8 @@ def test_a_recorded_training_step_has_its_forward_and_backward():
     assert sum(inside(e, "attn_fwd") for e in kernels) >= 1
     assert sum(inside(e, "attn_bwd") for e in kernels) >= 3
     assert raw.provenance(path)["extra"]["training"]["held_bytes"] > 0
-    from helpers.core import backward as bw
-    from helpers.sources import training_modes as tm
+    from helpers.training import core_backward as bw
+    from helpers.training import sources_modes as tm
     c = bw.phase_counts(tm.load_step("sdpa_flash"))
     assert c["forward"]["kernels"] == sum(inside(e, "attn_fwd") for e in kernels)
     assert c["backward"]["kernels"] == sum(inside(e, "attn_bwd") for e in kernels)

@@ -16,17 +16,17 @@ import plotly.graph_objects as go
 from IPython.display import HTML
 
 from ..core.bound import LINE, of_call
-from ..core import backward as bw
+from . import core_backward as bw
 from ..core import quantities as q
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, PINNED_FUSED, Shape
 from ..core.stages import STAGES as STAGES_REGISTRY
-from ..core.training_stages import FUSED, TRAINING_STAGES, backward_flops, recompute_free_backward_flops
+from .core import FUSED, TRAINING_STAGES, backward_flops, recompute_free_backward_flops
 from ..views.charts import KIND_COLORS, MUTED, _title, reference_line
 from ..views.perfetto import trace_links
 from ..views.prose import glue
-from .counters import Counters, flops_per_unit, kernel_flops, pipe_roofs
-from . import roofline
+from ..counters.chapter import Counters, flops_per_unit, kernel_flops, pipe_roofs
+from ..chapters import roofline
 
 MIB = 2**20
 GIB = 2**30

@@ -1,7 +1,7 @@
 """The shared-memory cliff experiment's design: one trivial kernel, one block of THREADS threads
 per SM, launched with exactly the default cap of dynamic shared memory, with one byte more, and
-with little through cuLaunchKernelEx (RANGE_EX). helpers.sources.smem_cliff runs it,
-helpers.occupancy.smem_cliff reads its trace."""
+with little through cuLaunchKernelEx (RANGE_EX). helpers.smem_cliff.sources runs it,
+helpers.smem_cliff.occupancy reads its trace."""
 from __future__ import annotations
 
 THREADS = 128

@@ -1,7 +1,7 @@
 """What HTA gives, per profiler step, as views of a Profile: busy against idle, idle by cause,
 the top kernels (decoded), the kernels each op launched, and a verdict in words, computed.
 
-The definitions are in `helpers.core.breakdown`. Every view takes any Profile: a stage, your
+The definitions are in `helpers.breakdown.core`. Every view takes any Profile: a stage, your
 code through `profile_code`, or any trace through `load_trace`.
 """
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..core import breakdown as bd
+from . import core as bd
 from ..core.bound import CPU, Bound, of_step
 from ..core.errors import TraceError
 from ..core.profile import Profile
-from .charts import KIND_COLORS, MUTED, SERIES_COLORS, _title
+from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title
 
 CAUSE_COLORS = {"busy": SERIES_COLORS["GPU time"], "host": SERIES_COLORS["CPU time"],
                 "gpu": KIND_COLORS["masked_fill"], "unknown": MUTED}

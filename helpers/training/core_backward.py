@@ -2,7 +2,7 @@
 autograd node launched each backward one, and what the memory recordings say.
 
 Pure functions of a `Profile` and of the recordings' contents, live and replayed alike (the
-files are read by helpers/sources/training_modes.py):
+files are read by helpers/training/sources_modes.py):
 - `step_events(prof)`: one step's GPU events with `phase` ("forward" inside attn_fwd, "backward"
   inside attn_bwd, by the launch call's host time) and `node` (the autograd node whose
   `autograd::engine::evaluate_function: <node>` op holds the launch, on autograd's thread);
@@ -23,10 +23,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from .errors import TraceError
-from .profile import Profile
-from . import quantities as q
-from .stages import Shape
+from ..core.errors import TraceError
+from ..core.profile import Profile
+from ..core import quantities as q
+from ..core.stages import Shape
 
 FORWARD, BACKWARD = "attn_fwd", "attn_bwd"
 NODE = re.compile(r"^autograd::engine::evaluate_function: (?P<node>.+)$")

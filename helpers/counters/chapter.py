@@ -1,4 +1,4 @@
-"""Nsight Compute's counters, as the pages read them: collected live (by helpers.sources.counters:
+"""Nsight Compute's counters, as the pages read them: collected live (by helpers.counters.sources:
 one ncu process per page, with a progress bar) where ncu runs and the GPU permits counters, else replayed from the recordings of
 the replay set, with the reason; the work they count turned into FLOPs by two calibration
 matmuls; and the DRAM bytes each forward moved, beside the bytes derived from the shape.
@@ -19,11 +19,11 @@ import pandas as pd
 
 from ..core import ncu_tables as ncu
 from ..core import quantities as q
-from ..core.counters import Counters, calibrations as _calibrations  # noqa: F401  (Counters: the chapter's type)
+from .core import Counters, calibrations as _calibrations  # noqa: F401  (Counters: the chapter's type)
 from ..core.profile import Profile
 from ..core import config
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, Shape, get_stage
-from .claims import hbm_traffic
+from ..chapters.claims import hbm_traffic
 from ..views.notes import show_counters
 from ..views.prose import glue
 

@@ -1,10 +1,10 @@
-"""The shared-memory cliff experiment read from its trace (helpers.sources.smem_cliff records it):
+"""The shared-memory cliff experiment read from its trace (helpers.smem_cliff.sources records it):
 one row per kernel launched in a range of the experiment, with Kineto's occupancy figure
 recomputed by the calculator and the theoretical occupancy with the opt-in."""
 from __future__ import annotations
 
-from ..core.smem_cliff import RANGE_EX
-from .calculator import kineto_estimated_occupancy_pct, occupancy
+from .core import RANGE_EX
+from ..occupancy.calculator import kineto_estimated_occupancy_pct, occupancy
 
 
 def summarize_smem_cliff(events: list[dict], capability: str | None = None,

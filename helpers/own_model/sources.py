@@ -14,13 +14,13 @@ import importlib.util
 from pathlib import Path
 from typing import Callable
 
-from .anytrace import load_trace
+from ..sources.anytrace import load_trace
 from ..core.errors import StageUnavailable, TraceError
-from .modes import cuda_available, fetch
+from ..sources.modes import cuda_available, fetch
 from ..core.profile import Profile
 from ..core import replay_set
 # the experiments themselves are facts, in core; tools/record_own_model.py reads them from here too
-from ..core.experiments import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, get_experiment  # noqa: F401
+from .core import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, get_experiment  # noqa: F401
 
 def _encoder_step(batch: int, seq: int, train: bool, fast_path: bool) -> Callable[[], None]:
     import torch
@@ -89,7 +89,7 @@ def profile_experiment(name: str, mode: str = "auto", quiet: bool = False, gpu: 
 
     def live() -> Profile:
         step = make_step(name)
-        from .own_code import profile_code  # torch.profiler: only where it runs live
+        from ..sources.own_code import profile_code  # torch.profiler: only where it runs live
         return profile_code(step, annotation=e.name, quiet=quiet)
     return fetch("trace", "replay" if gpu else mode, live, lambda: _recorded(name, e, quiet, gpu), quiet=quiet)
 

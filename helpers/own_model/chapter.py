@@ -10,9 +10,9 @@ from __future__ import annotations
 import pandas as pd
 from IPython.display import Markdown, display
 
-from ..core.experiments import get_experiment
+from .core import get_experiment
 from ..core.profile import Profile
-from ..views import breakdown
+from ..breakdown import views as breakdown
 from ..views.guess import Question, Questions, choice_key, kernel_table_id, number_key
 from ..views.prose import glue
 

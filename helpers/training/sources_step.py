@@ -29,7 +29,7 @@ import torch
 
 from ..core.stages import DEFAULT_SHAPE, Shape, Stage, get_stage, reset_compiled
 
-from ..core.training_stages import BACKWARD_ANNOTATION, TRAINING_STAGES  # noqa: F401
+from .core import BACKWARD_ANNOTATION, TRAINING_STAGES  # noqa: F401
 
 GRAD_SEED = 1
 

@@ -4,7 +4,7 @@ Every stage with a backward, but hub_flash (the Hub cannot be reached from the m
 records the replay set) and flex_sliding (flex with another mask)."""
 from __future__ import annotations
 
-from .stages import Shape, stages_where
+from ..core.stages import Shape, stages_where
 
 # queries of the stage registry (each Stage's has_training and fused facts)
 TRAINING_STAGES = stages_where(has_training=True)

@@ -9,11 +9,11 @@ from typing import Sequence
 import pandas as pd
 
 from ..core import config
-from ..core.counters import Counters, calibrations as _calibrations
+from .core import Counters, calibrations as _calibrations
 from ..core.profile import TraceError
 from ..core.stages import DEFAULT_SHAPE, Shape
-from . import ncu
-from .modes import decide, resolve_mode
+from ..sources import ncu
+from ..sources.modes import decide, resolve_mode
 
 
 def _replay(jobs: list[tuple[str, Shape]], gpu: str, reason: str) -> Counters:

@@ -1,5 +1,5 @@
 """The `Counters` of a page: Nsight Compute's counters of one forward of each (stage, shape), all
-live or all recorded, with where they come from. helpers.sources.counters collects them; the
+live or all recorded, with where they come from. helpers.counters.sources collects them; the
 counters chapter reads them."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .errors import TraceError
-from .ncu_tables import short_version
-from .stages import DEFAULT_SHAPE, Shape
+from ..core.errors import TraceError
+from ..core.ncu_tables import short_version
+from ..core.stages import DEFAULT_SHAPE, Shape
 
 
 @dataclass

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import torch
 
-from ..core import backward as bw
+from . import core_backward as bw
 from ..core import config, replay_set
 from ..core.errors import TraceError
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, Shape, stages_where
-from . import ncu
-from .modes import live_or_recorded, resolve_mode, stages_banner
-from .training import SNAPSHOT_SHAPE, TRAINING_STAGES, inplace_under_autograd, memory_snapshot
+from ..sources import ncu
+from ..sources.modes import live_or_recorded, resolve_mode, stages_banner
+from .sources_step import SNAPSHOT_SHAPE, TRAINING_STAGES, inplace_under_autograd, memory_snapshot
 
 RECORD_COMMAND = bw.RECORD_COMMAND
 
@@ -81,7 +81,7 @@ def training_counters(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> d
     prov = ncu.provenance(gpu)
     calibration = {c["name"]: ncu.kernels(ncu.read_csv(ncu.recording_dir(gpu) / f"{c['name']}.csv"))
                    for c in prov.get("calibration", [])}
-    from . import ceilings
+    from ..sources import ceilings
     roof = ceilings.load(gpu).set_index("ceiling")
     copy = float(roof.loc["device-to-device copy", "value"])
     # the ridge as chapter 9 draws it: the bf16 calibration matmul's TFLOP/s (ncu, the points' timer)
@@ -106,7 +106,7 @@ def profile_training(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto
     the recorded one; in "auto" mode a stage this GPU can't run is replayed, with the reason.
     `gpu`: that GPU's recording."""
     def live() -> Profile:
-        from .capture import capture
+        from ..sources.capture import capture
         return capture(stage, shape, training=True)
     return live_or_recorded(stage, "replay" if gpu else mode, live, lambda: load_step(stage, shape, gpu),
                             "training step", quiet)

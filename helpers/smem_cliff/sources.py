@@ -28,8 +28,8 @@ from ..core import replay_set
 from ..core.config import ROOT
 from ..core.errors import TraceError
 from ..core.tracefile import read_document
-from .modes import resolve_mode
-from ..core.smem_cliff import RANGE_EX, SMEM_AT_CAP, SMEM_OVER_CAP, SMEM_SMALL, THREADS
+from ..sources.modes import resolve_mode
+from .core import RANGE_EX, SMEM_AT_CAP, SMEM_OVER_CAP, SMEM_SMALL, THREADS
 
 # the same trivial kernel for every launch: it touches the dynamic shared memory it was given
 _KERNEL_SOURCE = r"""

@@ -1,6 +1,6 @@
 """The "Your own model" chapter's experiments, as facts: what each one runs (its code as the reader
 reads it), at which batch and seq, and what changed against the one before. Building and running
-them is acquisition (helpers/sources/own_model.py); the chapter's pages read these."""
+them is acquisition (helpers/own_model/sources.py); the chapter's pages read these."""
 from __future__ import annotations
 
 from dataclasses import dataclass
