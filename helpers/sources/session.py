@@ -96,12 +96,16 @@ class Session:
         return training_counters(self.replay_set.gpu)
 
     def counters(self, stages: Sequence[str], sweep: Sequence[Shape] = (),
-                 sweep_stages: Sequence[str] | None = None, quiet: bool = True):
+                 sweep_stages: Sequence[str] | None = None, quiet: bool = True, metrics: str = "page",
+                 recorded_sweep: bool = True):
         """Nsight Compute's counters of the stages' forwards (sources.counters.collect). Quiet by
         default: a page shows where they come from with `counters.show(...)` (a folded note);
-        quiet=False prints it in words, outside a page."""
+        quiet=False prints it in words, outside a page. Live, ncu reads the `metrics` set ("page":
+        what the pages read; "full": every work counter), and the `sweep` comes from this GPU's
+        own replay set where it has one (`recorded_sweep`), labelled so."""
         from .counters import collect
-        return collect(stages, sweep, sweep_stages, mode=self._mode(), gpu=self.gpu, quiet=quiet)
+        return collect(stages, sweep, sweep_stages, mode=self._mode(), gpu=self.gpu, quiet=quiet,
+                       metrics=metrics, recorded_sweep=recorded_sweep)
 
     def ceilings(self):
         """(the replay set's recorded ceilings, this GPU's measured ones and its name, or None):
@@ -218,9 +222,18 @@ class Session:
         measured live, else the replay set's traces recorded on that GPU. One without is left out."""
         from ..core.errors import TraceError
         from ..core.recordings import recorded_profile
-        jobs = [(stage, Shape.from_key(key)) for stage, key in c.kernels]
+        recorded = getattr(c, "recorded", {})   # live counters' sweep read from this GPU's replay set
+        jobs = [(stage, Shape.from_key(key)) for stage, key in c.kernels if (stage, key) not in recorded]
         out = []
         if c.mode == "live":
+            # the forwards whose counters came from this GPU's replay set: that set's times too
+            for (stage, key), slug in recorded.items():
+                try:
+                    prof = recorded_profile(stage, Shape.from_key(key), slug)
+                except TraceError:
+                    prof = None
+                if prof is not None:
+                    out.append(prof)
             import ipywidgets as w
             from IPython.display import display
 
