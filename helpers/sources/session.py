@@ -75,10 +75,11 @@ class Session:
         """Several stages at one shape, with the one-line banner."""
         return modes.profile_stages(stages, shape, self.mode, fresh=fresh, gpu=self.gpu)
 
-    def training(self, stages: Sequence[str] | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
-        """One training step per stage (default: every stage the registry marks has_training)."""
+    def training(self, stages: Sequence[str] | None = None, shape: Shape = DEFAULT_SHAPE, fresh: bool = False) -> dict:
+        """One training step per stage (default: every stage the registry marks has_training);
+        live, each is profiled once a session and reused (`fresh=True`: again)."""
         from .training_modes import TRAINING_STAGES, profile_trainings
-        return profile_trainings(tuple(stages or TRAINING_STAGES), shape, self._mode(), gpu=self.gpu)
+        return profile_trainings(tuple(stages or TRAINING_STAGES), shape, self._mode(), gpu=self.gpu, fresh=fresh)
 
     def memory(self) -> dict:
         """The training chapter's recorded memory sweep (always a recording: too slow for a page)."""
@@ -122,15 +123,17 @@ class Session:
             recorded = None
         return recorded, measured
 
-    def own_model(self, name: str):
-        """A "Your own model" experiment's Profile, live or its recording (None, with why, where neither)."""
+    def own_model(self, name: str, fresh: bool = False):
+        """A "Your own model" experiment's Profile, live or its recording (None, with why, where
+        neither); live, profiled once a session and reused (`fresh=True`: again)."""
         from .own_model import profile
-        return profile(name, self._mode(), gpu=self.gpu)
+        return profile(name, self._mode(), gpu=self.gpu, fresh=fresh)
 
-    def smem_cliff(self):
-        """The shared-memory experiment: (events, provenance, the line saying where they come from)."""
+    def smem_cliff(self, fresh: bool = False):
+        """The shared-memory experiment: (events, provenance, the line saying where they come
+        from); live, run once a session and reused (`fresh=True`: again)."""
         from .smem_cliff import fetch_smem_cliff
-        return fetch_smem_cliff(self._mode(), gpu=self.gpu)
+        return fetch_smem_cliff(self._mode(), gpu=self.gpu, fresh=fresh)
 
     def hub_flash(self, shape: Shape = DEFAULT_SHAPE):
         """The hub_flash page's trace: (Profile, the Hub's status line, loaded here, sdpa_flash's stand-in)."""
