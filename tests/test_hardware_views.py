@@ -593,6 +593,9 @@ def test_live_roofline_takes_the_sweep_from_this_gpus_own_replay_set(fake_metric
         assert list(c.kernels[(stage, key)]["kernel"]) == [r["Kernel Name"] for r in raw_rows]
     assert c.mode == "live" and f"and {len(expected)} recorded earlier on this GPU" in c.banner()
     assert any("not measured now" in n and "h200" in n for n in c.notes)
+    shown = counters.provenance_table(c)["value"]
+    assert shown["mode"] == "live" and shown["sequence sweep"].startswith(f"{len(expected)} forwards")
+    assert shown["metrics"] == len([m for m in PROVENANCE["metrics"] if ncu.is_page_metric(m)])
     # their times are the same set's recordings; only the article's shape is timed now
     timed = []
     monkeypatch.setattr(capturing, "capture_cached", lambda stage, shape: timed.append((stage, shape)) or

@@ -151,6 +151,8 @@ def _live(stage_jobs: list[tuple[str, Shape]], gpu: str | None, metric_set: str 
     if taken:
         p = ncu.provenance(own.gpu)
         seqs = ", ".join(str(n) for n in sorted({Shape.from_key(k).seq for _, k in taken}))
+        prov["sweep_recorded"] = (f"{len(taken)} forwards (seq {seqs}) from the replay set {own.gpu}, recorded on "
+                                  f"{p.get('gpu', own.gpu)} on {str(p.get('date', '?'))[:10]}")
         notes.append(f"The sequence sweep's {len(taken)} forwards (seq {seqs}) are not measured now: they are "
                      f"this GPU's recordings in the replay set ({own.gpu}, recorded on {p.get('gpu', own.gpu)} "
                      f"on {str(p.get('date', '?'))[:10]} with {short_version(p.get('ncu'))}); "
