@@ -8,7 +8,10 @@
 #   tests      the GPU tests, and the table tests against the traces just recorded
 #   notebooks  execute every notebook live with nbclient, as the book's build does: from a cold
 #              cache, then warm (PASSES="cold warm"), per notebook and per cell over SLOW_CELL s;
-#              KEEP_CACHE=1 keeps ATTN_PROFILED_CACHE (a warm pass in a second call)
+#              KEEP_CACHE=1 keeps ATTN_PROFILED_CACHE (a warm pass in a second call); POOL=1 starts
+#              the next notebook's kernel (and its import torch, space/kernel_startup.py) while the
+#              current one runs, as a reader's JupyterLab does: each line then gives the pooled time
+#              and the kernel start + warm-up that a fresh kernel adds (benchmarks/run_notebooks.py)
 #   space      start JupyterLab with space/start.sh, as the GPU Space does, and run every notebook
 #              through it (space/run_on_server.py), then the tests of space/start.sh
 # What the recording steps wrote comes back packed in $OUT/recorded.tar.gz.
@@ -77,38 +80,10 @@ if step notebooks; then
   [ "${KEEP_CACHE:-0}" = 1 ] || rm -rf "$ATTN_PROFILED_CACHE"
   for pass in ${PASSES:-cold warm}; do
   mkdir -p "$OUT/executed/$pass"
+  pool=(); [ "${POOL:-0}" = 1 ] && pool=(--pool)
   # shellcheck disable=SC2086  # NOTEBOOKS is a list of paths or globs
-  python3 - "$OUT/executed/$pass" "$pass" $NOTEBOOKS <<'PY' 2>&1 | tee "$OUT/notebooks_$pass.log"
-import sys, time, datetime, nbformat, nbclient
-out, name, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
-slow = float(__import__("os").environ.get("SLOW_CELL", "3"))
-total = time.time()
-def seconds(cell):
-    t = cell.get("metadata", {}).get("execution", {})
-    a, b = t.get("iopub.execute_input"), t.get("shell.execute_reply")
-    if not (a and b):
-        return None
-    parse = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
-    return (parse(b) - parse(a)).total_seconds()
-for path in sorted(paths):
-    nb = nbformat.read(path, 4)
-    t = time.time()
-    try:
-        nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=True,
-                                resources={"metadata": {"path": "notebooks"}}).execute()
-        status = "ok"
-    except Exception as err:  # keep going: one broken notebook must not hide the others
-        status = f"FAILED: {str(err)[-1500:]}"
-    nbformat.write(nb, f"{out}/{path.split('/')[-1]}")
-    print(f"[{name}] {path:40s} {time.time() - t:6.1f} s  {status}", flush=True)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    for i, cell in enumerate(code):
-        s = seconds(cell)
-        if s is not None and s >= slow:
-            first = next((l for l in cell.source.splitlines() if l.strip() and not l.startswith("#")), "")
-            print(f"[{name}]     cell {i:2d} {s:6.1f} s  {first[:90]}", flush=True)
-print(f"[{name}] all notebooks: {time.time() - total:.1f} s")
-PY
+  python3 benchmarks/run_notebooks.py ${pool[@]+"${pool[@]}"} "$OUT/executed/$pass" "$pass" $NOTEBOOKS 2>&1 \
+    | grep -v "Kernel is running over TCP without encryption" | tee "$OUT/notebooks_$pass.log"
   done
   took notebooks "$t"
 fi

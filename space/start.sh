@@ -80,5 +80,11 @@ if [ "$(id -u)" = 0 ]; then
   args+=(--allow-root)  # containers and CI often run as root; a Space runs as uid 1000
 fi
 
+# each notebook's kernel imports torch (and opens the CUDA context) and the helpers as it starts,
+# while the reader reads the page's first lines, not in its first code cell (space/kernel_startup.py;
+# PYTHONSTARTUP is run by IPython's kernel, and skipped by any other python). A PYTHONSTARTUP of
+# the machine's own is kept.
+export PYTHONSTARTUP="${PYTHONSTARTUP:-$ROOT/space/kernel_startup.py}"
+
 cd "$ROOT"
 exec jupyter lab "${args[@]}"

@@ -532,3 +532,83 @@ def test_live_ceilings_of_another_gpu_ride_along_but_do_not_roof_the_recording(m
     monkeypatch.setattr(ceilings, "measure", lambda: pytest.fail("measured twice in one session"))
     again = roofline.load_ceilings(c, *Session().ceilings(), quiet=True)
     assert again["live"]["matmul TFLOP/s"] == roof["live"]["matmul TFLOP/s"]
+
+
+# ------------------------------------------------------- live: the metric set and the recorded sweep
+
+def _cut(text: str, keep: set[str]) -> str:
+    """A raw ncu CSV as a page of only `keep` (of the recorded metrics) exports it (csv module)."""
+    rows = list(csv.reader(io.StringIO(text)))
+    start = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+    cols = [i for i, n in enumerate(rows[start]) if n not in PROVENANCE["metrics"] or n in keep]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerows(rows[:start] + [[r[i] for i in cols] if len(r) == len(rows[start]) else r for r in rows[start:]])
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def fake_metrics(fake_live, monkeypatch):
+    """fake_live, with this GPU's full metric list the recorded one and ncu exporting only the
+    metrics it was asked for: returns [(jobs, metrics)] per ncu process."""
+    runs = []
+
+    def run_page(jobs, out_dir, metrics, exe, on_done=None):
+        runs.append(([j["name"] for j in jobs], list(metrics)))
+        raw, renamed = page_exports([j["name"] for j in jobs])
+        return out_dir / "page.ncu-rep", _cut(raw, set(metrics)), _cut(renamed, set(metrics))
+
+    monkeypatch.setattr(ncu, "live_metrics", lambda exe, cache=None: list(PROVENANCE["metrics"]))
+    monkeypatch.setattr(ncu, "run_page", run_page)
+    return runs
+
+
+def test_live_pages_read_the_page_metrics_and_a_smaller_table_is_never_read_for_more(fake_metrics):
+    page = [m for m in PROVENANCE["metrics"] if ncu.is_page_metric(m)]
+    c = collect(["sdpa_flash"], quiet=True)
+    [(jobs, metrics)] = fake_metrics
+    assert metrics == page and len(page) < len(PROVENANCE["metrics"])
+    assert c.provenance["metrics"] == page
+    assert TENSOR in c.stage("sdpa_flash").columns and "sm__inst_executed_pipe_tensor_op_hmma.sum" not in c.stage("sdpa_flash").columns
+    collect(["sdpa_flash"], quiet=True)
+    assert len(fake_metrics) == 1                        # the same set: reused
+    full = collect(["sdpa_flash"], quiet=True, metrics="full")
+    assert len(fake_metrics) == 2 and fake_metrics[1][1] == PROVENANCE["metrics"]
+    assert fake_metrics[1][0] == jobs                    # every table of the smaller set measured again
+    assert "sm__inst_executed_pipe_tensor_op_hmma.sum" in full.stage("sdpa_flash").columns
+    collect(["sdpa_flash"], quiet=True)
+    assert len(fake_metrics) == 2                        # the full tables serve the page set
+
+
+def test_live_roofline_takes_the_sweep_from_this_gpus_own_replay_set(fake_metrics, monkeypatch):
+    import helpers.sources.capture as capturing
+    sweep = [s for s in REPLAY.ncu_shapes("sdpa_flash") if s != DEFAULT_SHAPE]
+    c = collect(ROOFLINE_STAGES, sweep=REPLAY.ncu_shapes("sdpa_flash"), sweep_stages=roofline.SWEEP_STAGES, quiet=True)
+    [(jobs, _)] = fake_metrics
+    assert all(j.startswith("calibration__") or j.endswith(DEFAULT_SHAPE.key) for j in jobs)   # the article's shape only
+    expected = {(s, sh.key) for sh in sweep for s in roofline.SWEEP_STAGES}
+    assert set(c.recorded) == expected and set(c.recorded.values()) == {"h200"}
+    for stage, key in expected:
+        raw_rows, _ = raw(NCU_DIR / f"{stage}__{key}.csv")
+        assert list(c.kernels[(stage, key)]["kernel"]) == [r["Kernel Name"] for r in raw_rows]
+    assert c.mode == "live" and f"and {len(expected)} recorded earlier on this GPU" in c.banner()
+    assert any("not measured now" in n and "h200" in n for n in c.notes)
+    shown = counters.provenance_table(c)["value"]
+    assert shown["mode"] == "live" and shown["sequence sweep"].startswith(f"{len(expected)} forwards")
+    assert shown["metrics"] == len([m for m in PROVENANCE["metrics"] if ncu.is_page_metric(m)])
+    # their times are the same set's recordings; only the article's shape is timed now
+    timed = []
+    monkeypatch.setattr(capturing, "capture_cached", lambda stage, shape: timed.append((stage, shape)) or
+                        helpers.Profile.load(REPLAY.replay_set.trace(stage, shape)))
+    profiles = REPLAY.timed(c, quiet=True)
+    assert all(shape == DEFAULT_SHAPE for _, shape in timed) and len(timed) == len(ROOFLINE_STAGES)
+    assert {(p.stage, p.shape.key) for p in profiles} >= expected
+
+
+def test_a_gpu_without_a_replay_set_measures_the_sweep_live(fake_metrics, monkeypatch):
+    monkeypatch.setattr(_Props, "name", "NVIDIA H100 80GB HBM3")
+    shapes = REPLAY.ncu_shapes("sdpa_flash")
+    c = collect(["sdpa_flash"], sweep=shapes, quiet=True)
+    [(jobs, _)] = fake_metrics
+    assert {ncu.recording_name("sdpa_flash", s) for s in shapes} <= set(jobs)
+    assert c.recorded == {} and "recorded earlier" not in c.banner()

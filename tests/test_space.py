@@ -296,6 +296,29 @@ def test_a_notebook_runs_all_its_cells_on_the_server(server):
     assert "Guess first:" in run.text
 
 
+def test_a_kernel_has_torch_and_the_helpers_imported_before_its_first_cell(server, tmp_path):
+    """start.sh's kernels run space/kernel_startup.py as they start (PYTHONSTARTUP): the first cell
+    finds torch and the helpers imported already, and nothing defined in its namespace."""
+    served = tmp_path / "served"
+    served.mkdir()
+    probe = "import sys\nprint(sorted(m for m in ('torch', 'helpers', 'plotly') if m in sys.modules), '_warm_up' in dir())"
+    (served / "probe.ipynb").write_text(json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": probe}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5}))
+    s, token = started_with_a_token(server, ATTN_PROFILED_NOTEBOOKS=str(served))
+    run = run_notebook(s.base, token, "probe.ipynb")
+    assert run.ok, run.cells[-1].error
+    assert "['helpers', 'plotly', 'torch'] False" in run.text
+
+
+def test_the_kernel_startup_file_does_nothing_outside_a_kernel():
+    ran = subprocess.run([sys.executable, "-c", "import runpy, sys; runpy.run_path(sys.argv[1]); "
+                          "print('torch' in sys.modules)", str(ROOT / "space" / "kernel_startup.py")],
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0 and ran.stdout.strip() == "False", ran.stderr
+
+
 def run_all_cells(page, tries: int = 3) -> None:
     """Run -> Run All Cells, as a user does, until the first prompt leaves [ ]:.
 

@@ -134,7 +134,8 @@ def provenance_table(c: Counters) -> pd.DataFrame:
              "SMs": p.get("sm_count"), "driver": p.get("driver"), "ncu": p.get("ncu"),
              "torch": p.get("torch"), "CUDA": p.get("cuda"), "date": p.get("date"),
              **_how_recorded(p.get("ncu_command") or "", p.get("export_command") or ""),
-             "metrics": len(p.get("metrics", [])) or None, "folder": p.get("folder")}
+             "metrics": len(p.get("metrics", [])) or None, "folder": p.get("folder"),
+             "sequence sweep": p.get("sweep_recorded")}
     return pd.DataFrame({"value": {k: v for k, v in facts.items() if v not in (None, "")}}).rename_axis("")
 
 

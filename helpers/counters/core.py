@@ -24,6 +24,9 @@ class Counters:
     reason: str = ""                             # why replay, when it is
     notes: list[str] = field(default_factory=list)
     default_shape: Shape = DEFAULT_SHAPE
+    # live counters only: (stage, shape key) -> the replay set of this same GPU it was read from
+    # instead of measured now (the roofline's sequence sweep); the notes say so
+    recorded: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def stage(self, stage: str, shape: Shape = DEFAULT_SHAPE) -> pd.DataFrame:
         try:
@@ -39,8 +42,10 @@ class Counters:
     def banner(self) -> str:
         p = self.provenance
         if self.mode == "live":
+            live = len(self.kernels) - len(self.recorded)
+            also = f", and {len(self.recorded)} recorded earlier on this GPU" if self.recorded else ""
             return (f"Measured live with {short_version(p.get('ncu'))} on {self.gpu}: "
-                    f"{len(self.kernels)} forwards, one ncu process for the page.")
+                    f"{live} forwards, one ncu process for the page{also}.")
         return (f"Replaying Nsight Compute's counters recorded on {p.get('gpu', self.gpu)} "
                 f"(sm {p.get('capability', '?')}, {p.get('sm_count', '?')} SMs) on {p.get('date', '?')[:10]} "
                 f"with {short_version(p.get('ncu'))} and torch {p.get('torch', '?')}.")

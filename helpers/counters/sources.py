@@ -3,6 +3,7 @@ allow (every forward the page needs in ONE ncu process, what an earlier page of 
 measured reused from the session's cache), else the replay set's recordings, with the reason."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Sequence
 
@@ -10,7 +11,9 @@ import pandas as pd
 
 from ..core import config
 from .core import Counters, calibrations as _calibrations
+from ..core.ncu_tables import short_version
 from ..core.profile import TraceError
+from ..core.replay_set import ReplaySet
 from ..core.stages import DEFAULT_SHAPE, Shape
 from ..sources import ncu
 from ..sources.modes import decide, resolve_mode
@@ -51,12 +54,16 @@ def cache_dir(gpu: str, torch_version: str) -> Path:
     return config.cache_dir(gpu, torch_version)
 
 
-def _cached(name: str, out: Path) -> pd.DataFrame | None:
-    """The kernels of one live recording, if this machine made it already (this session's cache)."""
+def _cached(name: str, out: Path, metrics: Sequence[str] = ()) -> pd.DataFrame | None:
+    """The kernels of one live recording, if this machine made it already (this session's cache)
+    with every one of `metrics`: a table of a smaller metric set is measured again (and replaced)."""
     table = out / f"{name}.csv"
     if table.exists():
         try:
-            result = ncu.kernels(ncu.read_csv(table))
+            frame = ncu.read_csv(table)
+            if not set(metrics) <= set(frame.columns):
+                return None
+            result = ncu.kernels(frame)
             report = out / f"{name}.ncu-rep"
             result.attrs |= {"csv": table, "report": report if report.exists() else None, "name": name}
             return result
@@ -65,19 +72,53 @@ def _cached(name: str, out: Path) -> pd.DataFrame | None:
     return None
 
 
-def _live(stage_jobs: list[tuple[str, Shape]], gpu: str | None) -> Counters:
+def own_replay_set(device_name: str) -> ReplaySet | None:
+    """This GPU's own replay set, where one holds Nsight Compute counters recorded on a GPU of
+    this very name (its ncu/provenance.json says so); else None."""
+    own = ReplaySet.of_device(device_name)
+    try:
+        recorded_on = json.loads(own.path("ncu", "provenance.json").read_text()).get("gpu")
+    except (OSError, ValueError):
+        return None
+    return own if recorded_on == device_name else None
+
+
+def _from_own_set(jobs: list[tuple[str, Shape]], device_name: str) -> tuple[dict, ReplaySet | None]:
+    """The sweep's forwards from this GPU's own replay set, each where it recorded one; {} (and
+    None) where this GPU has no set, so that they are measured live as the rest."""
+    own = own_replay_set(device_name)
+    if own is None:
+        return {}, None
+    found = {}
+    for stage, shape in jobs:
+        try:
+            table = ncu.load(stage, shape, own.gpu)
+        except TraceError:
+            continue
+        table.attrs["recorded"] = own.gpu
+        found[(stage, shape.key)] = table
+    return found, own
+
+
+def _live(stage_jobs: list[tuple[str, Shape]], gpu: str | None, metric_set: str = "page",
+          recorded_sweep: bool = True) -> Counters:
     import torch
 
     from ..sources.provenance import device_facts
     props = torch.cuda.get_device_properties(0)
     out = cache_dir(props.name, torch.__version__)
+    # the sweep (every shape but the article's): this GPU's own recordings where it has them
+    sweep = [(s, sh) for s, sh in stage_jobs if sh != DEFAULT_SHAPE]
+    taken, own = _from_own_set(sweep, props.name) if recorded_sweep else ({}, None)
+    stage_jobs = [(s, sh) for s, sh in stage_jobs if (s, sh.key) not in taken]
+    metrics = ncu.metric_set(metric_set, ncu.find_ncu(), out)
     recorded = ncu.provenance(gpu) if (ncu.recording_dir(gpu) / "provenance.json").exists() else {}
     calibrations = _calibrations(recorded) or [
         {"name": ncu.calibration_name(d, m, n, k), "dtype": d, "m": m, "n": n, "k": k, "flops": 2 * m * n * k}
         for d, m, n, k in (("bfloat16", 4096, 4096, 4096), ("float32", 2048, 2048, 2048))]
     jobs = [ncu.calibration_job(c["dtype"], c["m"], c["n"], c["k"]) for c in calibrations] + \
         [ncu.stage_job(stage, shape) for stage, shape in stage_jobs]
-    found = {j["name"]: _cached(j["name"], out) for j in jobs}
+    found = {j["name"]: _cached(j["name"], out, metrics) for j in jobs}
     missing = [j for j in jobs if found[j["name"]] is None]
     reused = len(jobs) - len(missing)
     if missing:
@@ -91,7 +132,7 @@ def _live(stage_jobs: list[tuple[str, Shape]], gpu: str | None) -> Counters:
             bar.value += 1
             label.value = f"<small>{name}</small>"
         try:
-            found |= ncu.measure_jobs(missing, out, on_done=done)
+            found |= ncu.measure_jobs(missing, out, on_done=done, metrics=metrics)
         except ncu.CountersUnavailable:
             raise
         except RuntimeError as err:
@@ -101,23 +142,40 @@ def _live(stage_jobs: list[tuple[str, Shape]], gpu: str | None) -> Counters:
         bar.description, label.value = "done", f"<small>reports in {out}</small>"
     calibration = {c["name"]: found[c["name"]] for c in calibrations}
     kernels = {(stage, shape.key): found[ncu.recording_name(stage, shape)] for stage, shape in stage_jobs}
+    kernels |= taken
     facts = device_facts()
     prov = {**{k: facts[k] for k in ("gpu", "capability", "sm_count", "driver")},
             "ncu": ncu.version(ncu.find_ncu()), "torch": torch.__version__, "folder": str(out),
-            "calibration": calibrations}
+            "calibration": calibrations, "metrics": list(metrics)}
     notes = [f"{reused} of the {len(jobs)} recordings were this machine's from an earlier run or page, in {out}"] if reused else []
-    return Counters("live", props.name, prov, kernels, calibration, notes=notes)
+    if taken:
+        p = ncu.provenance(own.gpu)
+        seqs = ", ".join(str(n) for n in sorted({Shape.from_key(k).seq for _, k in taken}))
+        prov["sweep_recorded"] = (f"{len(taken)} forwards (seq {seqs}) from the replay set {own.gpu}, recorded on "
+                                  f"{p.get('gpu', own.gpu)} on {str(p.get('date', '?'))[:10]}")
+        notes.append(f"The sequence sweep's {len(taken)} forwards (seq {seqs}) are not measured now: they are "
+                     f"this GPU's recordings in the replay set ({own.gpu}, recorded on {p.get('gpu', own.gpu)} "
+                     f"on {str(p.get('date', '?'))[:10]} with {short_version(p.get('ncu'))}); "
+                     f"the article's shape is measured live.")
+    return Counters("live", props.name, prov, kernels, calibration, notes=notes,
+                    recorded={key: own.gpu for key in taken})
 
 
 def collect(stages: Sequence[str], sweep: Sequence[Shape] = (), sweep_stages: Sequence[str] | None = None,
-            mode: str = "auto", gpu: str | None = None, quiet: bool = False) -> Counters:
+            mode: str = "auto", gpu: str | None = None, quiet: bool = False, metrics: str = "page",
+            recorded_sweep: bool = True) -> Counters:
     """The counters of one forward of every stage at the article's shape, of `sweep_stages`
     (default: all of them) at each shape of `sweep` too, and of the calibration matmuls.
 
     Live where CUDA is present, ncu is found and the GPU permits counters (ncu runs in a
     single process for the page, with a progress bar; what an earlier page of
     this session measured is reused from the cache); else the recordings of the replay set, and the
-    banner says why. In "auto" mode a live failure for want of counters falls back to replay."""
+    banner says why. In "auto" mode a live failure for want of counters falls back to replay.
+
+    Live, ncu reads the `metrics` set ("page": what the pages read, `ncu.page_metrics`; "full":
+    every work counter); a cached table lacking one of them is measured again. With
+    `recorded_sweep`, the sweep's shapes (all but the article's) come from this GPU's own replay
+    set where it has one (labelled so in the notes and `Counters.recorded`); else they are measured too."""
     jobs = [(s, DEFAULT_SHAPE) for s in stages]
     jobs += [(s, sh) for sh in sweep for s in (sweep_stages or stages) if sh != DEFAULT_SHAPE]
     # replay asked for (mode="replay", or ATTN_PROFILED_MODE=replay under "auto"): the one decision's word
@@ -128,7 +186,7 @@ def collect(stages: Sequence[str], sweep: Sequence[Shape] = (), sweep_stages: Se
     result = None
     if mode == "live" and reason is None:
         try:
-            result = _live(jobs, gpu)
+            result = _live(jobs, gpu, metrics, recorded_sweep)
         except ncu.CountersUnavailable as err:
             reason = str(err)
     if result is None:

@@ -80,17 +80,26 @@ def recording(name: str, gpu: str | None = None) -> Path:
     return replay_set.recording_path("own_model", name, gpu)
 
 
-def profile_experiment(name: str, mode: str = "auto", quiet: bool = False, gpu: str | None = None) -> Profile:
+def profile_experiment(name: str, mode: str = "auto", quiet: bool = False, gpu: str | None = None,
+                       fresh: bool = False) -> Profile:
     """One experiment's Profile: profiled live where CUDA is present (profile_code), its
     recording otherwise (load_trace); one line says which. In "auto" mode an experiment that
     cannot run here (transformers missing) is replayed instead, with the reason (modes.fetch).
-    `gpu`: that GPU's recording."""
+    `gpu`: that GPU's recording. Live, it is profiled once a session (kept in the session's
+    cache, helpers.sources.live_cache) and reused; `fresh=True` profiles it again."""
     e = get_experiment(name)
 
     def live() -> Profile:
-        step = make_step(name)
-        from ..sources.own_code import profile_code  # torch.profiler: only where it runs live
-        return profile_code(step, annotation=e.name, quiet=quiet)
+        from ..sources import live_cache
+
+        def measure() -> Profile:
+            step = make_step(name)
+            from ..sources.own_code import profile_code  # torch.profiler: only where it runs live
+            return profile_code(step, annotation=e.name, quiet=True)
+        prof = live_cache.profile("own_model", name, measure, fresh=fresh)
+        if not quiet:
+            print(prof.banner())
+        return prof
     return fetch("trace", "replay" if gpu else mode, live, lambda: _recorded(name, e, quiet, gpu), quiet=quiet)
 
 
@@ -114,7 +123,7 @@ def available(name: str, gpu: str | None = None) -> bool:
     return cuda_available() and (e.needs is None or importlib.util.find_spec(e.needs) is not None)
 
 
-def profile(name: str, mode: str = "auto", gpu: str | None = None) -> Profile | None:
+def profile(name: str, mode: str = "auto", gpu: str | None = None, fresh: bool = False) -> Profile | None:
     """The experiment's Profile (live or replayed, with its banner); None, with the reason, where
     it has none here (the Hugging Face model, without transformers and without a recording)."""
     if not available(name, gpu):
@@ -122,4 +131,4 @@ def profile(name: str, mode: str = "auto", gpu: str | None = None) -> Profile | 
         print(f"{e.title} ({name}): no recording here, and it cannot run live"
               + (f" ({e.needs} is not installed)." if e.needs else " (no CUDA GPU)."))
         return None
-    return profile_experiment(name, mode, gpu=gpu)
+    return profile_experiment(name, mode, gpu=gpu, fresh=fresh)

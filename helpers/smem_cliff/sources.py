@@ -233,10 +233,18 @@ def _load_recording(path: Path | None = None, gpu: str | None = None) -> tuple[l
                          f"`python tools/smem_cliff.py`.") from err
 
 
-def fetch_smem_cliff(mode: str = "auto", gpu: str | None = None) -> tuple[list[dict], dict, str]:
+def fetch_smem_cliff(mode: str = "auto", gpu: str | None = None, fresh: bool = False) -> tuple[list[dict], dict, str]:
     """The experiment's events, its provenance and a line saying where they come from: run live
-    on a GPU with CuPy, else (or if CuPy is missing) the recording (`gpu`: that GPU's)."""
+    on a GPU with CuPy, else (or if CuPy is missing) the recording (`gpu`: that GPU's). Live, it
+    runs once a session (kept in the session's cache, helpers.sources.live_cache) and is reused;
+    `fresh=True` runs it again."""
     if gpu is None and resolve_mode(mode) == "live":
+        from ..sources import live_cache
+        kept = None if fresh else live_cache.kept_document("experiments", SMEM_CLIFF)
+        if kept is not None and {"traceEvents", "provenance"} <= set(kept):
+            prov = kept["provenance"]
+            return kept["traceEvents"], prov, (f"Ran the experiment live on {prov.get('gpu')} earlier this "
+                                               f"session: reused (fresh=True runs it again).")
         try:
             import cupy  # noqa: F401
         except ImportError:
@@ -255,6 +263,7 @@ def fetch_smem_cliff(mode: str = "auto", gpu: str | None = None) -> tuple[list[d
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         prov = {"gpu": torch.cuda.get_device_name(), "capability": f"{props.major}.{props.minor}",
                 "sm_count": props.multi_processor_count, "torch": torch.__version__}
+        live_cache.keep_document("experiments", SMEM_CLIFF, {"traceEvents": events, "provenance": prov})
         return events, prov, f"Ran the experiment live on {prov['gpu']}."
     events, prov = _load_recording(gpu=gpu)
     return events, prov, (f"Replaying the experiment recorded on {prov['gpu']} (sm "

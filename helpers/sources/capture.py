@@ -54,16 +54,19 @@ def do_bench_us(fn) -> float | None:
     return float(do_bench(fn, warmup=25, rep=200, return_mode="median")) * 1000
 
 
-def _first_call(forward, compiled: bool) -> tuple[float, list[str]]:
-    """Wall time of the first call, and for a compiled stage the code Inductor generated."""
+def _first_call(forward, compiled: bool, timed_compile: bool = True) -> tuple[float, list[str]]:
+    """Wall time of the first call, and for a compiled stage the code Inductor generated.
+
+    `timed_compile`: the compile a page shows (its time and its code) runs with Inductor's FX
+    graph cache off, since a cache hit would skip the compile this call is meant to time and
+    would return no generated code. Any other compile (another shape: a sweep) keeps the cache
+    on, so that a graph compiled before in this or an earlier process is not compiled again."""
     torch.cuda.synchronize()
     started = time.perf_counter()
     code: list[str] = []
-    if compiled:
+    if compiled and timed_compile:
         import torch._inductor.config as inductor_config
         from torch._inductor.utils import run_and_get_code
-        # no FX graph cache: a cache hit would skip the compile this call is meant to time,
-        # and would return no generated code
         with inductor_config.patch(fx_graph_cache=False):
             _, code = run_and_get_code(forward)
     else:
@@ -106,7 +109,8 @@ def profile_steps(step: Callable[[], object], plan: dict, activities, sync: Call
 
 
 def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = True,
-            activities=None, command: str | None = None, training: bool = False) -> Profile:
+            activities=None, command: str | None = None, training: bool = False,
+            timed_compile: bool | None = None) -> Profile:
     """Profile `stage` live: 3 warm-up calls, then schedule(wait=1, warmup=1, active=3).
 
     Beside the trace, the provenance records the first call's wall time (with compilation, for
@@ -118,7 +122,12 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
     With `training`, each profiled call is one training step instead of a forward: the forward
     under autograd in record_function("attn_fwd"), then the backward with a fixed grad_output in
     record_function("attn_bwd") (helpers/training/sources_step.py); the memory fields are those of
-    the whole step, and `extra["training"]` holds what autograd kept between the two."""
+    the whole step, and `extra["training"]` holds what autograd kept between the two.
+
+    A torch.compile stage's first call is the compile a page times (`timed_compile`, default:
+    at the article's shape, the one whose first call and generated code the pages show): it
+    compiles with Inductor's FX graph cache off and keeps the generated code. At any other shape
+    (a sweep) the cache stays on and no code is kept: `first_call_seconds` there may be a cache hit."""
     stage = get_stage(stage) if isinstance(stage, str) else stage
     stage.check(shape, "cuda" if torch.cuda.is_available() else "cpu")
     if stage.compiled:
@@ -132,7 +141,8 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
         forward = lambda: stage.run(inputs)  # noqa: E731
     # a training step's first call compiles forward and backward: its code is not kept (and the
     # FX graph cache stays on, so that a second process compiling the same graphs is quick)
-    first_call_seconds, generated_code = _first_call(forward, stage.compiled and not training)
+    timed_compile = shape == DEFAULT_SHAPE if timed_compile is None else timed_compile
+    first_call_seconds, generated_code = _first_call(forward, stage.compiled and not training, timed_compile)
     for _ in range(WARMUP_CALLS - 2):
         forward()
     memory_before, peak_memory = _peak_memory(forward)  # the last warm-up call

@@ -28,6 +28,7 @@ import pandas as pd
 
 from ..core.errors import TraceError
 from ..core import config, replay_set
+from ..core.quantities import FFMA, TENSOR_TOTAL
 from ..core.config import DEFAULT_GPU, ROOT  # noqa: F401  (DEFAULT_GPU: re-exported for tools)
 from ..core.stages import Shape
 from ..core.ncu_tables import (  # noqa: F401  (re-exported: the reading half lives in core)
@@ -407,6 +408,29 @@ def live_metrics(exe: str, cache: Path | None = None) -> list[str]:
     return _METRICS[exe]
 
 
+def is_page_metric(metric: str) -> bool:
+    """Whether a page reads `metric` from a live table: the launch, occupancy, DRAM bytes and
+    time (BASE_METRICS) and the FLOP-carrying work counters (the tensor pipe's ops by source type
+    and FFMA, helpers.core.quantities). The other work counters (per instruction family, sparsity,
+    fadd/fmul/...) are in the replay set's recordings, which the training chapter reads; a live
+    page never does, and each costs ncu replay passes of every kernel."""
+    return metric in BASE_METRICS or bool(TENSOR_TOTAL.match(metric)) or metric == FFMA
+
+
+def page_metrics(exe: str, cache: Path | None = None) -> list[str]:
+    """What a live page records: `live_metrics` narrowed to those a page reads (`is_page_metric`):
+    about 20 of the 56 on a Hopper GPU, so ncu replays each kernel fewer passes."""
+    return [m for m in live_metrics(exe, cache) if is_page_metric(m)]
+
+
+def metric_set(name: str, exe: str, cache: Path | None = None) -> list[str]:
+    """The metrics of a named set: "page" (what the pages read, `page_metrics`) or "full" (every
+    work counter, `live_metrics`, what the replay set records)."""
+    if name not in ("page", "full"):
+        raise ValueError(f"no metric set {name!r}: 'page' or 'full'")
+    return page_metrics(exe, cache) if name == "page" else live_metrics(exe, cache)
+
+
 def _ready() -> str:
     """ncu's path, or CountersUnavailable with the reason it can't run here."""
     reason = unavailable_reason()
@@ -439,13 +463,15 @@ def measure(call: str, name: str, out_dir: Path) -> pd.DataFrame:
     return result
 
 
-def measure_jobs(jobs: list[dict], out_dir: Path, on_done=None) -> dict[str, pd.DataFrame]:
+def measure_jobs(jobs: list[dict], out_dir: Path, on_done=None, metrics: list[str] | None = None) -> dict[str, pd.DataFrame]:
     """Every job of a page under ONE ncu process, now; name -> its kernels, as `kernels()` gives
-    them. Raises CountersUnavailable when ncu is missing or the GPU does not permit counters, and
+    them. `metrics`: what ncu reads (default: `live_metrics`, every work counter). Raises
+    CountersUnavailable when ncu is missing or the GPU does not permit counters, and
     RuntimeError with ncu's words for any other failure."""
     exe = _ready()
+    metrics = metrics if metrics is not None else live_metrics(exe, Path(out_dir))
     try:
-        report, tables = record_jobs(jobs, Path(out_dir), live_metrics(exe, Path(out_dir)), exe, on_done)
+        report, tables = record_jobs(jobs, Path(out_dir), metrics, exe, on_done)
     except RuntimeError as err:
         _raise_if_withheld(err)
         raise

@@ -75,10 +75,11 @@ class Session:
         """Several stages at one shape, with the one-line banner."""
         return modes.profile_stages(stages, shape, self.mode, fresh=fresh, gpu=self.gpu)
 
-    def training(self, stages: Sequence[str] | None = None, shape: Shape = DEFAULT_SHAPE) -> dict:
-        """One training step per stage (default: every stage the registry marks has_training)."""
+    def training(self, stages: Sequence[str] | None = None, shape: Shape = DEFAULT_SHAPE, fresh: bool = False) -> dict:
+        """One training step per stage (default: every stage the registry marks has_training);
+        live, each is profiled once a session and reused (`fresh=True`: again)."""
         from ..training.sources_modes import TRAINING_STAGES, profile_trainings
-        return profile_trainings(tuple(stages or TRAINING_STAGES), shape, self._mode(), gpu=self.gpu)
+        return profile_trainings(tuple(stages or TRAINING_STAGES), shape, self._mode(), gpu=self.gpu, fresh=fresh)
 
     def memory(self) -> dict:
         """The training chapter's recorded memory sweep (always a recording: too slow for a page)."""
@@ -96,12 +97,16 @@ class Session:
         return training_counters(self.replay_set.gpu)
 
     def counters(self, stages: Sequence[str], sweep: Sequence[Shape] = (),
-                 sweep_stages: Sequence[str] | None = None, quiet: bool = True):
+                 sweep_stages: Sequence[str] | None = None, quiet: bool = True, metrics: str = "page",
+                 recorded_sweep: bool = True):
         """Nsight Compute's counters of the stages' forwards (helpers.counters.sources.collect). Quiet by
         default: a page shows where they come from with `counters.show(...)` (a folded note);
-        quiet=False prints it in words, outside a page."""
+        quiet=False prints it in words, outside a page. Live, ncu reads the `metrics` set ("page":
+        what the pages read; "full": every work counter), and the `sweep` comes from this GPU's
+        own replay set where it has one (`recorded_sweep`), labelled so."""
         from ..counters.sources import collect
-        return collect(stages, sweep, sweep_stages, mode=self._mode(), gpu=self.gpu, quiet=quiet)
+        return collect(stages, sweep, sweep_stages, mode=self._mode(), gpu=self.gpu, quiet=quiet,
+                       metrics=metrics, recorded_sweep=recorded_sweep)
 
     def ceilings(self):
         """(the replay set's recorded ceilings, this GPU's measured ones and its name, or None):
@@ -118,15 +123,17 @@ class Session:
             recorded = None
         return recorded, measured
 
-    def own_model(self, name: str):
-        """A "Your own model" experiment's Profile, live or its recording (None, with why, where neither)."""
+    def own_model(self, name: str, fresh: bool = False):
+        """A "Your own model" experiment's Profile, live or its recording (None, with why, where
+        neither); live, profiled once a session and reused (`fresh=True`: again)."""
         from ..own_model.sources import profile
-        return profile(name, self._mode(), gpu=self.gpu)
+        return profile(name, self._mode(), gpu=self.gpu, fresh=fresh)
 
-    def smem_cliff(self):
-        """The shared-memory experiment: (events, provenance, the line saying where they come from)."""
+    def smem_cliff(self, fresh: bool = False):
+        """The shared-memory experiment: (events, provenance, the line saying where they come
+        from); live, run once a session and reused (`fresh=True`: again)."""
         from ..smem_cliff.sources import fetch_smem_cliff
-        return fetch_smem_cliff(self._mode(), gpu=self.gpu)
+        return fetch_smem_cliff(self._mode(), gpu=self.gpu, fresh=fresh)
 
     def hub_flash(self, shape: Shape = DEFAULT_SHAPE):
         """The hub_flash page's trace: (Profile, the Hub's status line, loaded here, sdpa_flash's stand-in)."""
@@ -218,9 +225,18 @@ class Session:
         measured live, else the replay set's traces recorded on that GPU. One without is left out."""
         from ..core.errors import TraceError
         from ..core.recordings import recorded_profile
-        jobs = [(stage, Shape.from_key(key)) for stage, key in c.kernels]
+        recorded = getattr(c, "recorded", {})   # live counters' sweep read from this GPU's replay set
+        jobs = [(stage, Shape.from_key(key)) for stage, key in c.kernels if (stage, key) not in recorded]
         out = []
         if c.mode == "live":
+            # the forwards whose counters came from this GPU's replay set: that set's times too
+            for (stage, key), slug in recorded.items():
+                try:
+                    prof = recorded_profile(stage, Shape.from_key(key), slug)
+                except TraceError:
+                    prof = None
+                if prof is not None:
+                    out.append(prof)
             import ipywidgets as w
             from IPython.display import display
 

@@ -101,22 +101,25 @@ def training_counters(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> d
 
 
 def profile_training(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto", quiet: bool = False,
-                     gpu: str | None = None):
+                     gpu: str | None = None, fresh: bool = False):
     """One profiled training step of `stage`: live on a GPU (capture(..., training=True)), else
     the recorded one; in "auto" mode a stage this GPU can't run is replayed, with the reason.
-    `gpu`: that GPU's recording."""
+    `gpu`: that GPU's recording. Live, a step is profiled once a session (kept in the session's
+    cache, helpers.sources.live_cache) and reused; `fresh=True` profiles it again."""
     def live() -> Profile:
+        from ..sources import live_cache
         from ..sources.capture import capture
-        return capture(stage, shape, training=True)
+        return live_cache.profile("training", f"{stage}__{shape.key}",
+                                  lambda: capture(stage, shape, training=True), fresh=fresh)
     return live_or_recorded(stage, "replay" if gpu else mode, live, lambda: load_step(stage, shape, gpu),
                             "training step", quiet)
 
 
 def profile_trainings(stages=TRAINING_STAGES, shape: Shape = DEFAULT_SHAPE, mode: str = "auto",
-                      gpu: str | None = None) -> dict:
+                      gpu: str | None = None, fresh: bool = False) -> dict:
     """One training step per stage; one line says what was replayed or profiled, where and when
-    (as profile_stages does for the forwards)."""
-    profiles = {s: profile_training(s, shape, mode, quiet=True, gpu=gpu) for s in stages}
+    (as profile_stages does for the forwards), and which were measured earlier and reused."""
+    profiles = {s: profile_training(s, shape, mode, quiet=True, gpu=gpu, fresh=fresh) for s in stages}
     print(stages_banner(profiles).replace("Replaying ", "Replaying the training steps of ", 1))
     return profiles
 

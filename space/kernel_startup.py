@@ -1,0 +1,26 @@
+"""Run by a notebook's kernel as it starts (PYTHONSTARTUP, which IPython's kernel runs): import torch,
+open the CUDA context and import the book's helpers while the reader still reads the page's first
+lines, so that the first code cell does not wait for them (about 4 to 5 s on an H100).
+
+space/start.sh sets it for the Space's JupyterLab; benchmarks/run_notebooks.py --pool for the kernels
+it starts ahead. It defines nothing in the notebook's namespace, and any failure is silent: the
+notebook's own imports then do the work and show any error where the reader sees it. An interactive
+python outside a kernel (a terminal's) skips it."""
+
+
+def _warm_up() -> None:
+    import sys
+    if "ipykernel" not in sys.modules:   # a terminal's python: not a notebook's kernel, nothing to do
+        return
+    try:
+        import torch
+        if torch.cuda.is_available():
+            torch.cuda.init()
+        import helpers  # noqa: F401
+        import plotly.graph_objects  # noqa: F401
+    except Exception:  # noqa: BLE001 - a kernel must start whatever this finds
+        pass
+
+
+_warm_up()
+del _warm_up
