@@ -272,3 +272,32 @@ def test_a_new_stage_is_one_register_call(sets, monkeypatch, tmp_path, capsys):
     prof = helpers.profile_stage("naive_again")
     assert prof.stage == "naive_again" and prof.provenance.gpu == MARK
     assert prof.summary()["gpu_time_us"] == helpers.profile_stage("naive").summary()["gpu_time_us"]
+
+
+def _prose_substitutions() -> dict:
+    """What book/_ext/replay_gpu.py gives the Markdown pages, as Sphinx's config-inited would."""
+    from types import SimpleNamespace
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import replay_gpu
+    config = SimpleNamespace(myst_substitutions={"kept": "as it was"})
+    replay_gpu.fill(SimpleNamespace(srcdir=str(ROOT)), config)
+    return config.myst_substitutions
+
+
+def test_the_prose_names_the_configured_sets_gpu(synthetic):
+    """The introduction and the kernel-names page name the GPU by `{{ replay_gpu }}`, filled from
+    the configured set: the copy's marked name here, read from a trace's provenance with json."""
+    subs = _prose_substitutions()
+    trace = sorted(synthetic.folder.glob("*__*.json.gz"))[0]
+    assert subs["replay_gpu"] == _raw_gpu(trace) == MARK
+    assert subs["kept"] == "as it was"
+    for page in ("book/intro.md", "book/kernel_names.md"):
+        text = (ROOT / page).read_text()
+        assert "{{ replay_gpu }}" in text, page
+
+
+def test_the_prose_names_the_default_sets_gpu(monkeypatch):
+    monkeypatch.delenv("ATTN_PROFILED_REPLAY_GPU", raising=False)
+    monkeypatch.delenv("ATTN_PROFILED_REPLAY_DIR", raising=False)
+    trace = sorted(H200.glob("*__*.json.gz"))[0]
+    assert _prose_substitutions()["replay_gpu"] == _raw_gpu(trace)
