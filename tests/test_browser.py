@@ -755,23 +755,15 @@ def live_page(figures: list[tuple[str, dict]], width: int, how: str) -> str:
             f".out{{display:block;width:100%;margin:12px 0}}</style></head><body>{''.join(parts)}</body></html>")
 
 
-# Colab at 390 px checks every chart, each in its own frame with its own plotly.js: in two halves
-# (every other chart), so that the suite's two workers share it
-LIVE_CASES = [("jupyterlab", PHONE, None), ("jupyterlab", LAPTOP, None),
-              ("colab", PHONE, 0), ("colab", PHONE, 1), ("colab", LAPTOP, None)]
-
-
-@pytest.mark.parametrize("how, size, half", LIVE_CASES,
-                         ids=["390-jupyterlab", "1400-jupyterlab", "390-colab-a", "390-colab-b", "1400-colab"])
-def test_live_charts_fit_the_screen(browser, book_build, how, size, half):
+@pytest.mark.parametrize("how", ["jupyterlab", "colab"])
+@pytest.mark.parametrize("size", [PHONE, LAPTOP], ids=["390", "1400"])
+def test_live_charts_fit_the_screen(browser, book_build, how, size):
     """Every chart, as a live notebook draws it (JupyterLab: plotly's mimetype with no script of
     ours; Colab: the book's Colab renderer, plotly.js from its CDN and chart_fit.js), keeps its
     title and legend inside the chart and clear of each other at 390 and 1400 px."""
     import plotly
     figures = live_figures(book_build)
     assert len(figures) >= 20, f"only {len(figures)} charts in the executed notebooks"
-    if half is not None:
-        figures = figures[half::2]
     if how == "colab" and size == LAPTOP:
         # Colab draws each output in its own frame with its own plotly.js: every chart costs ~2.5 s
         # of the 2-core CI. At 390 px (where titles and legends collide) every chart is checked;
