@@ -8,8 +8,8 @@
 #   tests      the GPU tests, and the table tests against the traces just recorded
 #   notebooks  execute every notebook live with nbclient, as the book's build does: from a cold
 #              cache, then warm (PASSES="cold warm"), per notebook and per cell over SLOW_CELL s;
-#              KEEP_CACHE=1 keeps ATTN_PROFILED_CACHE (a warm pass in a second call); POOL=1 starts
-#              the next notebook's kernel (and its import torch, space/kernel_startup.py) while the
+#              KEEP_CACHE=1 keeps ATTN_PROFILED_CACHE (a warm pass in a second call); POOL=N starts
+#              the next N notebooks' kernels (and its import torch, space/kernel_startup.py) while the
 #              current one runs, as a reader's JupyterLab does: each line then gives the pooled time
 #              and the kernel start + warm-up that a fresh kernel adds (benchmarks/run_notebooks.py)
 #   space      start JupyterLab with space/start.sh, as the GPU Space does, and run every notebook
@@ -80,10 +80,10 @@ if step notebooks; then
   [ "${KEEP_CACHE:-0}" = 1 ] || rm -rf "$ATTN_PROFILED_CACHE"
   for pass in ${PASSES:-cold warm}; do
   mkdir -p "$OUT/executed/$pass"
-  pool=(); [ "${POOL:-0}" = 1 ] && pool=(--pool)
+  pool=(); [ "${POOL:-0}" -gt 0 ] && pool=(--pool "$POOL")
   # shellcheck disable=SC2086  # NOTEBOOKS is a list of paths or globs
   python3 benchmarks/run_notebooks.py ${pool[@]+"${pool[@]}"} "$OUT/executed/$pass" "$pass" $NOTEBOOKS 2>&1 \
-    | grep -v "Kernel is running over TCP without encryption" | tee "$OUT/notebooks_$pass.log"
+    | grep --line-buffered -v "Kernel is running over TCP without encryption" | tee "$OUT/notebooks_$pass.log"
   done
   took notebooks "$t"
 fi

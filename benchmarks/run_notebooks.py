@@ -2,12 +2,13 @@
 notebooks step).
 
     python benchmarks/run_notebooks.py OUT_DIR PASS notebooks/*.ipynb            # a fresh kernel each
-    python benchmarks/run_notebooks.py --pool OUT_DIR PASS notebooks/*.ipynb     # the next kernel started ahead
+    python benchmarks/run_notebooks.py --pool 1 OUT_DIR PASS notebooks/*.ipynb   # the next kernel started ahead
+    python benchmarks/run_notebooks.py --pool 3 OUT_DIR PASS notebooks/*.ipynb   # the next three
 
 Fresh (the default, as the book's build runs them): each notebook starts its own kernel, runs,
 and stops it; its time includes the kernel's start and stop.
 
-Pooled (--pool): the next notebook's kernel is started while the current notebook runs, and it
+Pooled (--pool N): the next notebook's kernel (the next N's) is started while the current notebook runs, and it
 runs space/kernel_startup.py as it starts (import torch, the CUDA context, the helpers), as a
 GPU Space's JupyterLab does when the reader opens a notebook. A notebook's pooled time runs from
 the moment it asks for its kernel (waiting, if the kernel is not ready yet, counts) to its last
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import datetime
 import os
 import sys
@@ -84,18 +86,24 @@ async def execute(nb, km: AsyncKernelManager | None, cwd: Path) -> str:
             client.kc.stop_channels()
 
 
-async def run(out: Path, name: str, paths: list[str], pool: bool, cwd: Path, slow: float) -> list[dict]:
+async def run(out: Path, name: str, paths: list[str], pool: int, cwd: Path, slow: float) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     total = time.monotonic()
     rows = []
-    ahead = asyncio.ensure_future(start_kernel(cwd, warm=True)) if pool and paths else None
+    # pooled: the next `pool` notebooks' kernels start ahead (a reader opening several pages at once)
+    ahead: collections.deque = collections.deque()
+
+    def fill(after: int) -> None:
+        while len(ahead) < pool and after + len(ahead) < len(paths):
+            ahead.append(asyncio.ensure_future(start_kernel(cwd, warm=True)))
     stopping = []
+    fill(0)
     for i, path in enumerate(paths):
         nb = nbformat.read(path, 4)
         t = time.monotonic()
         if pool:
-            km, start_s = await ahead                   # waiting for it, if it is not ready, counts
-            ahead = asyncio.ensure_future(start_kernel(cwd, warm=True)) if i + 1 < len(paths) else None
+            km, start_s = await ahead.popleft()         # waiting for it, if it is not ready, counts
+            fill(i + 1)
             status = await execute(nb, km, cwd)
             seconds = time.monotonic() - t
             stopping.append(asyncio.ensure_future(km.shutdown_kernel(now=False)))
@@ -110,19 +118,20 @@ async def run(out: Path, name: str, paths: list[str], pool: bool, cwd: Path, slo
         for cell_line in slow_cells(nb, name, slow):
             print(cell_line, flush=True)
         rows.append({"notebook": Path(path).name, "seconds": seconds, "kernel_start_s": start_s, "status": status})
-    if ahead is not None:
-        km, _ = await ahead
+    for left in ahead:
+        km, _ = await left
         stopping.append(asyncio.ensure_future(km.shutdown_kernel(now=True)))
     if stopping:
         await asyncio.gather(*stopping, return_exceptions=True)
-    how = "pooled kernels" if pool else "a fresh kernel each"
+    how = f"pooled kernels, {pool} ahead" if pool else "a fresh kernel each"
     print(f"[{name}] all notebooks: {time.monotonic() - total:.1f} s ({how})", flush=True)
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pool", action="store_true", help="start the next notebook's kernel ahead, warmed up")
+    parser.add_argument("--pool", type=int, default=0, metavar="N",
+                        help="start the next N notebooks' kernels ahead, warmed up (0: a fresh kernel each)")
     parser.add_argument("--cwd", type=Path, default=ROOT / "notebooks", help="the kernels' working folder")
     parser.add_argument("out", type=Path)
     parser.add_argument("name")

@@ -1,5 +1,5 @@
 """benchmarks/run_notebooks.py, the notebooks step of benchmarks/gpu_session.sh: a fresh kernel per
-notebook, or (--pool) the next notebook's kernel started ahead, with torch and the helpers imported
+notebook, or (--pool N) the next notebook's kernel started ahead, with torch and the helpers imported
 as it starts (space/kernel_startup.py), as a reader's JupyterLab does. Run here on two tiny notebooks
 whose first cell says what its kernel had imported before it."""
 import json
@@ -35,14 +35,15 @@ def run(tmp_path, pages, *extra):
     return done.stdout, outputs
 
 
-def test_pooled_kernels_start_with_torch_and_the_helpers_imported(tmp_path, pages):
-    out, outputs = run(tmp_path, pages, "--pool")
+@pytest.mark.parametrize("depth", [1, 3])
+def test_pooled_kernels_start_with_torch_and_the_helpers_imported(tmp_path, pages, depth):
+    out, outputs = run(tmp_path, pages, "--pool", str(depth))
     for page, (first, cwd) in zip(pages, outputs):
         assert first.strip() == "['helpers', 'torch']" and cwd.strip() == str(tmp_path), (page, first, cwd)
     lines = [line for line in out.splitlines() if ".ipynb" in line]
     assert len(lines) == 3 and all("pooled" in line and "kernel start + warm-up" in line and line.endswith("ok")
                                    for line in lines), out
-    assert "all notebooks:" in out and "(pooled kernels)" in out
+    assert "all notebooks:" in out and f"(pooled kernels, {depth} ahead)" in out
 
 
 def test_fresh_kernels_import_nothing_ahead(tmp_path, pages):

@@ -10,6 +10,8 @@ same Profile either way. tools/record_own_model.py records them from these defin
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import importlib.util
 from pathlib import Path
 from typing import Callable
@@ -65,12 +67,27 @@ def _gpt2_step(batch: int, seq: int) -> Callable[[], None]:
 
 
 
+@functools.lru_cache(maxsize=None)
+def import_problem(package: str) -> str | None:
+    """Why `package` can't be used here, in the reader's words, or None where it imports. Being
+    installed is not enough: transformers, say, refuses to import beside a huggingface_hub it
+    does not support, which a `pip install kernels` can bring."""
+    if importlib.util.find_spec(package) is None:
+        return f"{package} is not installed here (pip install {package})"
+    try:
+        importlib.import_module(package)
+    except Exception as err:  # noqa: BLE001 - any failure to import is the reason, told once
+        said = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        return f"{package} is installed here but does not import ({type(err).__name__}: {said})"
+    return None
+
+
 def make_step(name: str) -> Callable[[], None]:
     """Build the experiment's model and inputs on CUDA; return the callable one step runs."""
     e = get_experiment(name)
-    if e.needs and importlib.util.find_spec(e.needs) is None:
-        raise StageUnavailable(f"{name} needs {e.needs}, which is not installed here "
-                               f"(pip install {e.needs}); the book does not require it.")
+    problem = import_problem(e.needs) if e.needs else None
+    if problem:
+        raise StageUnavailable(f"{name} needs {e.needs}: {problem}; the book does not require it.")
     if name == "hf_gpt2_forward":
         return _gpt2_step(e.batch, e.seq)
     return _encoder_step(e.batch, e.seq, e.train, e.fast_path)
@@ -120,7 +137,7 @@ def available(name: str, gpu: str | None = None) -> bool:
     e = get_experiment(name)
     if recording(name, gpu).exists():
         return True
-    return cuda_available() and (e.needs is None or importlib.util.find_spec(e.needs) is not None)
+    return cuda_available() and (e.needs is None or import_problem(e.needs) is None)
 
 
 def profile(name: str, mode: str = "auto", gpu: str | None = None, fresh: bool = False) -> Profile | None:
@@ -128,7 +145,7 @@ def profile(name: str, mode: str = "auto", gpu: str | None = None, fresh: bool =
     it has none here (the Hugging Face model, without transformers and without a recording)."""
     if not available(name, gpu):
         e = get_experiment(name)
-        print(f"{e.title} ({name}): no recording here, and it cannot run live"
-              + (f" ({e.needs} is not installed)." if e.needs else " (no CUDA GPU)."))
+        why = (import_problem(e.needs) if e.needs and cuda_available() else None) or "no CUDA GPU"
+        print(f"{e.title} ({name}): no recording here, and it cannot run live ({why}).")
         return None
     return profile_experiment(name, mode, gpu=gpu, fresh=fresh)

@@ -10,11 +10,11 @@ export PYTHONPATH=/tmp/site PATH=$PATH:/usr/local/cuda/bin ATTN_PROFILED_CACHE=/
 if [ -n "${CACHE_IN:-}" ]; then for f in "$CACHE_IN"/*.tar.gz; do tar xzf "$f" -C / ; done; du -sh /tmp/attn_cache /tmp/torchinductor_root ~/.triton 2>/dev/null; fi
 S=/tmp/sess; mkdir -p $S
 nvidia-smi -L | grep -q H100 && echo "an H100: no replay set of its own, every page live"
-# a pass named <cold|warm>-pooled runs with POOL=1 (benchmarks/run_notebooks.py --pool)
+# a pass named <cold|warm>-pooled runs with POOL=$POOL_DEPTH (default 3: benchmarks/run_notebooks.py --pool 3)
 for pass in ${PASSES:-cold warm-pooled warm}; do
   l=$(( $(left) - ${PACK_S:-40} )); [ "$l" -gt 20 ] || { echo "no time left for $pass"; break; }
   echo "== pass $pass, limit $l s"
-  POOL=$(case $pass in *pooled*) echo 1;; *) echo 0;; esac) KEEP_CACHE=1 NOTEBOOKS="${NOTEBOOKS:-notebooks/*.ipynb}" STEPS=notebooks PASSES=$pass OUT=$S timeout $l bash benchmarks/gpu_session.sh
+  POOL=$(case $pass in *pooled*) echo "${POOL_DEPTH:-3}";; *) echo 0;; esac) KEEP_CACHE=1 NOTEBOOKS="${NOTEBOOKS:-notebooks/*.ipynb}" STEPS=notebooks PASSES=$pass OUT=$S timeout $l bash benchmarks/gpu_session.sh
   echo "== pass $pass done at $(( $(date +%s) - T0 )) s"
 done
 [ -n "${AFTER:-}" ] && { l=$(( $(left) - ${PACK_S:-40} )); echo "== after: $l s"; [ "$l" -gt 20 ] && timeout $l bash -c "$AFTER" 2>&1 | tee $OUT/after.log; }
