@@ -177,7 +177,9 @@ def smem_cliff_events(repeats: int = 5, *, save_to: str | os.PathLike | None = N
     cupy.cuda.get_current_stream().synchronize()
     torch.cuda.synchronize()
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    from ..sources.capture import quiet_profiler_notes
+    # torch 2.11 says its cycle note for this plain profile too (gpu_live_31: a stderr box on 07)
+    with quiet_profiler_notes(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for smem in (SMEM_AT_CAP, SMEM_OVER_CAP, SMEM_SMALL):
             for _ in range(repeats):
                 with record_function(f"smem={smem}"):

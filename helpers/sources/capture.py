@@ -1,6 +1,8 @@
 """Profile a stage live on this machine's GPU with torch.profiler, as the article does."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import json
 import shlex
 import sys
@@ -23,6 +25,15 @@ SCHEDULE = dict(wait=1, warmup=1, active=3)
 # torch.profiler's note that a schedule's cycle drops the events of the cycle before: true and
 # meant here (one cycle is kept), and on a live page it was a stderr box above every chart
 _PROFILER_CYCLE_NOTE = "Warning: Profiler clears events at the end of each cycle"
+
+
+@contextmanager
+def quiet_profiler_notes():
+    """torch.profiler's cycle note hidden, and nothing else: every capture of the book runs in it
+    (torch 2.11 says it for a plain `with profile():` too, as the shared-memory experiment's)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_PROFILER_CYCLE_NOTE, category=UserWarning)
+        yield
 
 
 def device_provenance(stage: str, shape: Shape, command: str | None = None) -> dict:
@@ -91,8 +102,7 @@ def profile_steps(step: Callable[[], object], plan: dict, activities, sync: Call
     """The one capture loop: `step()` once per profiler step under `schedule(**plan)`, then the
     chrome trace torch.profiler wrote, as a document. Stages (`capture`), any callable
     (`profile_code`) and the recording tools all profile through it."""
-    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_PROFILER_CYCLE_NOTE, category=UserWarning)
+    with tempfile.TemporaryDirectory() as tmp, quiet_profiler_notes():
         path = Path(tmp) / "trace.json"
         with profile(activities=activities, schedule=schedule(**plan), record_shapes=record_shapes,
                      on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
