@@ -86,6 +86,12 @@ PLANTS = [
     ("04d: GPU and CPU time swapped in the paragraph", "04d", "helpers/chapters/hub_flash.py",
      "f\"{h['gpu_time_us']:.1f} µs on the GPU and {h['cpu_time_us']:.1f} µs of CPU inside \"",
      "f\"{h['cpu_time_us']:.1f} µs on the GPU and {h['gpu_time_us']:.1f} µs of CPU inside \"", [T + "test_hub_page.py"]),
+    ("06b: the timed compile's cache entries kept to itself", "06b", "helpers/sources/capture.py",
+     "                shutil.copytree(part, target, dirs_exist_ok=True)", "                pass",
+     ["tests/test_fx_cache.py"]),
+    ("06b: the timed compile reads the shared caches (a warm compile timed as cold)", "06b",
+     "helpers/sources/capture.py", 'os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(fresh)',
+     'os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(shared)', ["tests/test_fx_cache.py"]),
 ]
 
 

@@ -68,22 +68,69 @@ def do_bench_us(fn) -> float | None:
 def _first_call(forward, compiled: bool, timed_compile: bool = True) -> tuple[float, list[str]]:
     """Wall time of the first call, and for a compiled stage the code Inductor generated.
 
-    `timed_compile`: the compile a page shows (its time and its code) runs with Inductor's FX
-    graph cache off, since a cache hit would skip the compile this call is meant to time and
-    would return no generated code. Any other compile (another shape: a sweep) keeps the cache
-    on, so that a graph compiled before in this or an earlier process is not compiled again."""
+    `timed_compile`: the compile a page shows (its time and its code) runs in empty caches
+    (`cold_compile_caches`), since a cache hit would skip the compile this call is meant to time
+    and would return no generated code; what it compiled then joins the shared caches. Any other
+    compile (another shape: a sweep) uses the shared caches, so that a graph compiled before in
+    this or an earlier process is not compiled again."""
     torch.cuda.synchronize()
-    started = time.perf_counter()
     code: list[str] = []
     if compiled and timed_compile:
-        import torch._inductor.config as inductor_config
         from torch._inductor.utils import run_and_get_code
-        with inductor_config.patch(fx_graph_cache=False):
+        with cold_compile_caches():
+            started = time.perf_counter()
             _, code = run_and_get_code(forward)
-    else:
-        forward()
+            torch.cuda.synchronize()
+            seconds = time.perf_counter() - started
+        return seconds, list(code)
+    started = time.perf_counter()
+    forward()
     torch.cuda.synchronize()
     return time.perf_counter() - started, list(code)
+
+
+def _shared_cache_dirs() -> tuple[Path, Path]:
+    """This process's Inductor cache folder and the Triton cache folder its compiles use (what
+    `torch._inductor.runtime.cache_dir_utils` decides: TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR)."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir, triton_cache_dir
+    device = torch.cuda.current_device() if torch.cuda.is_available() else 0
+    return Path(cache_dir()), Path(triton_cache_dir(device))
+
+
+@contextmanager
+def cold_compile_caches():
+    """A compile that pays everything, then is not paid again.
+
+    Inside, every PT2 cache this compile could hit is empty: Inductor's FX graph cache, the
+    AOTAutograd cache and Triton's kernel cache point at a new folder, and the in-memory caches
+    are cleared, so the time a page shows is a cold compile's (the whole compilation, as a
+    reader's first call pays it). On leaving, what the compile wrote there joins this machine's
+    shared caches, so that the same graph compiled again, in ncu's profiled process, a later
+    page or a training step, is a cache hit instead of a second full compile."""
+    import os
+    import shutil
+    from torch._inductor.utils import clear_caches
+
+    shared, shared_triton = _shared_cache_dirs()
+    fresh = Path(tempfile.mkdtemp(prefix="cold_compile_"))
+    saved = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    clear_caches()
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(fresh)
+    os.environ["TRITON_CACHE_DIR"] = str(fresh / "triton")
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        clear_caches()
+        # the fresh folder stays: the modules this compile loaded live in it
+        for part in fresh.iterdir():
+            target = shared_triton if part.name == "triton" else shared / part.name
+            if part.is_dir():
+                shutil.copytree(part, target, dirs_exist_ok=True)
 
 
 def _peak_memory(forward) -> tuple[int, int]:
@@ -136,8 +183,9 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
 
     A torch.compile stage's first call is the compile a page times (`timed_compile`, default:
     at the article's shape, the one whose first call and generated code the pages show): it
-    compiles with Inductor's FX graph cache off and keeps the generated code. At any other shape
-    (a sweep) the cache stays on and no code is kept: `first_call_seconds` there may be a cache hit."""
+    compiles in empty caches (`cold_compile_caches`, whose entries then join the shared ones) and
+    keeps the generated code. At any other shape (a sweep) the shared caches are used and no code is
+    kept: `first_call_seconds` there may be a cache hit."""
     stage = get_stage(stage) if isinstance(stage, str) else stage
     stage.check(shape, "cuda" if torch.cuda.is_available() else "cpu")
     if stage.compiled:
