@@ -90,8 +90,8 @@ PLANTS = [
      "                shutil.copytree(part, target, dirs_exist_ok=True)", "                pass",
      ["tests/test_fx_cache.py"]),
     ("06b: the timed compile reads the shared caches (a warm compile timed as cold)", "06b",
-     "helpers/sources/capture.py", 'os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(fresh)',
-     'os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(shared)', ["tests/test_fx_cache.py"]),
+     "helpers/sources/capture.py", 'config.environment(TORCHINDUCTOR_CACHE_DIR=str(fresh),',
+     'config.environment(TORCHINDUCTOR_CACHE_DIR=str(shared),', ["tests/test_fx_cache.py"]),
 ]
 
 

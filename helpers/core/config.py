@@ -14,6 +14,9 @@
                                former name, still works
     LOCAL_KERNELS              the Hub kernels' local override (read by `kernels`; part of the
                                hub kernel's cache key here)
+    TORCHINDUCTOR_CACHE_DIR,   PyTorch's compile caches: a timed compile points them at an empty
+    TRITON_CACHE_DIR           folder for its length (`environment`, used by
+                               helpers.sources.capture.cold_compile_caches)
 
 Every recording path goes through `ReplaySet(gpu)` (helpers/core/replay_set.py). Nothing else in
 helpers reads os.environ (tests/test_layers.py checks it)."""
@@ -21,7 +24,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository (installed from a wheel: site-packages' parent)
 REPOSITORY_REPLAY_DIR = ROOT / "notebooks" / "traces"   # <gpu>/ is one GPU's replay set
@@ -81,3 +86,22 @@ def subprocess_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
+
+
+@contextmanager
+def environment(**values: str | None) -> Iterator[None]:
+    """These environment variables set (None: unset) for the length of the block, then as they were:
+    how a compile is pointed at other cache folders (capture.cold_compile_caches)."""
+    saved = {key: os.environ.get(key) for key in values}
+
+    def put(settings: dict) -> None:
+        for key, value in settings.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    put(values)
+    try:
+        yield
+    finally:
+        put(saved)

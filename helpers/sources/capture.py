@@ -15,6 +15,7 @@ from typing import Callable
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
+from ..core import config
 from ..core.errors import TraceError
 from .provenance import device_facts, driver_version, now  # noqa: F401  (driver_version: re-exported)
 from ..core.profile import Profile, Provenance
@@ -107,24 +108,16 @@ def cold_compile_caches():
     reader's first call pays it). On leaving, what the compile wrote there joins this machine's
     shared caches, so that the same graph compiled again, in ncu's profiled process, a later
     page or a training step, is a cache hit instead of a second full compile."""
-    import os
     import shutil
     from torch._inductor.utils import clear_caches
 
     shared, shared_triton = _shared_cache_dirs()
     fresh = Path(tempfile.mkdtemp(prefix="cold_compile_"))
-    saved = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
     clear_caches()
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(fresh)
-    os.environ["TRITON_CACHE_DIR"] = str(fresh / "triton")
     try:
-        yield
+        with config.environment(TORCHINDUCTOR_CACHE_DIR=str(fresh), TRITON_CACHE_DIR=str(fresh / "triton")):
+            yield
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         clear_caches()
         # the fresh folder stays: the modules this compile loaded live in it
         for part in fresh.iterdir():
