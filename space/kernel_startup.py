@@ -1,11 +1,24 @@
 """Run by a notebook's kernel as it starts (PYTHONSTARTUP, which IPython's kernel runs): import torch,
-open the CUDA context and import the book's helpers while the reader still reads the page's first
+open the CUDA context, start the profiler once (Kineto and CUPTI load on its first use) and import
+the book's helpers while the reader still reads the page's first
 lines, so that the first code cell does not wait for them (about 4 to 5 s on an H100).
 
 space/start.sh sets it for the Space's JupyterLab; benchmarks/run_notebooks.py --pool for the kernels
 it starts ahead. It defines nothing in the notebook's namespace, and any failure is silent: the
 notebook's own imports then do the work and show any error where the reader sees it. An interactive
 python outside a kernel (a terminal's) skips it."""
+
+
+def _start_the_profiler(torch) -> None:
+    """The profiler's first use in a process loads Kineto and CUPTI: done once here, on one tiny
+    kernel whose trace is dropped, so the page's first profile does not wait for it."""
+    import warnings
+    from torch.profiler import ProfilerActivity, profile
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+            torch.ones(1, device="cuda").add_(1)
+            torch.cuda.synchronize()
 
 
 def _warm_up() -> None:
@@ -16,6 +29,7 @@ def _warm_up() -> None:
         import torch
         if torch.cuda.is_available():
             torch.cuda.init()
+            _start_the_profiler(torch)
         import helpers  # noqa: F401
         import plotly.graph_objects  # noqa: F401
     except Exception:  # noqa: BLE001 - a kernel must start whatever this finds
@@ -23,4 +37,4 @@ def _warm_up() -> None:
 
 
 _warm_up()
-del _warm_up
+del _warm_up, _start_the_profiler

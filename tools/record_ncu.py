@@ -76,7 +76,7 @@ def main(argv=None) -> int:
             **{k: facts[k] for k in ("gpu", "capability", "sm_count", "driver")}, "ncu": ncu.version(exe),
             "torch": facts["torch"], "cuda": facts["cuda"], "date": now(),
             "command": "python tools/record_ncu.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "ncu_command": shlex.join([exe, "--profile-from-start", "off", "--clock-control", "none", "--metrics",
+            "ncu_command": shlex.join([exe, *ncu.PROCESSES, "--profile-from-start", "off", "--clock-control", "none", "--metrics",
                                        "<metrics>", "-o", "<name>", *ncu.target("profile_one_forward('<stage>', '<shape>')")]),
             "export_command": f"{exe} --import <name>.ncu-rep --csv --page raw",
             "metrics": metrics, "recorded": done, "failed": failed,

@@ -81,8 +81,15 @@ def work_metrics(available: list[str]) -> list[str]:
 
 # --- the profiled process ------------------------------------------------------------------------
 
+# ncu follows the profiled process only, not the processes it starts: Inductor's compile workers
+# (a pool of Python processes, each importing torch) would otherwise start under ncu too
+PROCESSES = ("--target-processes", "application-only")
+
+
 def _env() -> dict:
-    return config.subprocess_env()
+    # one compile thread: the graphs this process compiles are in the shared caches already (a page's
+    # timed compile put them there), and a pool of compile workers costs more than it saves here
+    return config.subprocess_env() | {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 
 def profile_one_forward(stage: str, shape_key: str, warmup: int = 3) -> None:
@@ -199,7 +206,7 @@ def run_page(jobs: list[dict], out_dir: Path, metrics: list[str], ncu: str, on_d
     the raw page: as it is, and with each kernel renamed by its NVTX range (the job)."""
     rep = Path(out_dir) / f"page__{len(jobs)}jobs__{os.getpid()}.ncu-rep"
     call = f"profile_jobs({json.dumps(jobs)!r})"
-    command = [ncu, "--nvtx", "--profile-from-start", "off", "--clock-control", "none", "--metrics",
+    command = [ncu, "--nvtx", *PROCESSES, "--profile-from-start", "off", "--clock-control", "none", "--metrics",
                ",".join(metrics), "-f", "-o", str(rep.with_suffix("")), *target(call)]
     said = []
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -277,7 +284,7 @@ def record(call: str, name: str, out_dir: Path, metrics: list[str], ncu: str | N
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rep, table = out_dir / f"{name}.ncu-rep", out_dir / f"{name}.csv"
-    command = [ncu, "--profile-from-start", "off", "--clock-control", "none", "--metrics",
+    command = [ncu, *PROCESSES, "--profile-from-start", "off", "--clock-control", "none", "--metrics",
                ",".join(metrics), "-f", "-o", str(rep.with_suffix("")), *target(call)]
     run = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=timeout, check=False)
     if run.returncode != 0 or not rep.exists():
