@@ -20,6 +20,7 @@ pass() {   # pass NAME LIMIT
 pass cold-pooled $(( $(left) - 200 ))
 cp $S/notebooks_*.log $OUT/ 2>/dev/null
 tar czf $OUT/executed_cold.tar.gz -C $S/executed cold-pooled 2>/dev/null
+if [ "${REST:-1}" = 1 ]; then   # REST=0: the set is complete, record nothing
 # the rest of this GPU's replay set: own_model's experiments with the machine's huggingface_hub
 # (the kernels wheel brings one its transformers refuses), then the training chapter in full
 SLUG=$(python3 -c "import torch; from helpers.core.replay_set import gpu_slug; print(gpu_slug(torch.cuda.get_device_name(0)))")
@@ -29,6 +30,7 @@ PYTHONPATH=/tmp/site_own timeout 60 python3 tools/record_own_model.py --only enc
 B=$(( $(left) - 110 )); stamp "training (budget $B s)"
 [ $B -gt 60 ] && timeout $(( B + 20 )) python3 tools/record_training.py --budget $B 2>&1 | grep --line-buffered -v "Profiler clears events\|_warn_once" | tee $OUT/training.log | tail -25
 tar czf $OUT/replay_rest.tar.gz notebooks/traces/$SLUG/training notebooks/traces/$SLUG/own_model benchmarks/results/training_step_$SLUG.csv 2>&1 | tail -2
+fi
 pass warm-pooled $(( $(left) - 25 ))
 cp $S/notebooks_*.log $OUT/ 2>/dev/null
 tar czf $OUT/executed_warm.tar.gz -C $S/executed warm-pooled 2>/dev/null
