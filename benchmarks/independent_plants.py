@@ -92,6 +92,11 @@ PLANTS = [
     ("06b: the timed compile reads the shared caches (a warm compile timed as cold)", "06b",
      "helpers/sources/capture.py", 'config.environment(TORCHINDUCTOR_CACHE_DIR=str(fresh),',
      'config.environment(TORCHINDUCTOR_CACHE_DIR=str(shared),', ["tests/test_fx_cache.py"]),
+    ("05b: a stand-in headed as hub_flash", "05b", "helpers/chapters/hub_flash.py",
+     "        stage = column(key, prof)\n        k = _kernel(prof)", "        stage = key\n        k = _kernel(prof)",
+     ["tests/test_hub_stand_in.py"]),
+    ("05b: verdicts judge sdpa_flash against itself", "05b", "helpers/chapters/hub_flash.py",
+     "    if hub.stage == sdpa.stage:", "    if False:", ["tests/test_hub_stand_in.py"]),
 ]
 
 

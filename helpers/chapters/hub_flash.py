@@ -111,10 +111,18 @@ _TEMPLATE_FIELDS = ("head_dim", "block_m", "block_n", "warps", "Is_Q_in_regs", "
                     "Is_even_K", "Is_softcap", "Return_softmax")
 
 
+def column(key: str, prof) -> str:
+    """A table's name for `prof` where the page asked for `key`: the key, or where another stage's
+    trace stands in for it (no hub_flash trace here), that stage's name, saying so."""
+    return key if prof.stage == key else f"{prof.stage} (in place of {key})"
+
+
 def binaries(profiles: dict) -> pd.DataFrame:
-    """The attention kernel of each stage, field by field, from its decoded name and its launch."""
+    """The attention kernel of each stage, field by field, from its decoded name and its launch.
+    Two columns get a "same?" column, unless both are one stage's trace (a stand-in)."""
     columns = {}
-    for stage, prof in profiles.items():
+    for key, prof in profiles.items():
+        stage = column(key, prof)
         k = _kernel(prof)
         d = k["details"] if isinstance(k["details"], dict) else {}
         row = {"library": k["library"], "namespace": d.get("namespace"), "kernel from": origin(prof),
@@ -126,7 +134,7 @@ def binaries(profiles: dict) -> pd.DataFrame:
         columns[stage] = {key: (str(v) if isinstance(v, tuple) else v) for key, v in row.items()}
     frame = pd.DataFrame(columns)
     frame.index.name = "field"
-    if len(columns) == 2:
+    if len(columns) == 2 and len({prof.stage for prof in profiles.values()}) == 2:
         a, b = frame.columns
         frame["same?"] = ["same" if str(x) == str(y) else "differs" for x, y in zip(frame[a], frame[b])]
     return frame
@@ -154,7 +162,8 @@ def transposes(prof) -> int:
 def cpu_lane(profiles: dict) -> pd.DataFrame:
     """Per forward on the CPU lane: the ops under attn_fwd, layout ops, and the CPU time."""
     rows = []
-    for stage, prof in profiles.items():
+    for key, prof in profiles.items():
+        stage = column(key, prof)
         ops = prof.cpu_ops()
         top = ops[ops["depth"] == 1]["name"].tolist()
         layout = ops[ops["name"].isin(["aten::transpose", "aten::permute", "aten::contiguous",
@@ -179,7 +188,10 @@ def runtime_calls(prof) -> pd.DataFrame:
 
 
 def verdicts(hub, sdpa) -> pd.DataFrame:
-    """What this page claims about hub_flash against sdpa_flash, each computed from the two traces."""
+    """What this page claims about hub_flash against sdpa_flash, each computed from the two traces;
+    none where sdpa_flash's trace stands in for hub_flash's (a kernel against itself shows nothing)."""
+    if hub.stage == sdpa.stage:
+        return pd.DataFrame({"this page claims": [], "this trace": [], "verdict": []})
     return table(verdict_list(hub, sdpa)).rename(columns={"the article": "this page claims"})
 
 

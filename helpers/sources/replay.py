@@ -2,6 +2,8 @@
 (`ReplaySet`)."""
 from __future__ import annotations
 
+from ..core.ncu_tables import shown
+
 from pathlib import Path
 
 import pandas as pd
@@ -44,7 +46,7 @@ def replay(stage: str, shape: Shape = DEFAULT_SHAPE, gpu: str | None = None) -> 
             raise TraceError(
                 f"No {replay_set.gpu} recording of {stage} at {shape.key}. In replay the recorded shapes are: "
                 f"{', '.join(s.key for s in shapes)}. Pick one of them, or run live on a GPU.")
-        raise TraceError(f"No recorded trace at {path}. Record one on a GPU with "
+        raise TraceError(f"No recorded trace at {shown(path)}. Record one on a GPU with "
                          f"`python tools/record.py --stages {stage}`, or restore the replay "
                          f"set with `git checkout -- notebooks/traces`.")
     return Profile.load(path)
