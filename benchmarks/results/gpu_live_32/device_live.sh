@@ -17,7 +17,7 @@ pass() {   # pass NAME LIMIT
   POOL=3 KEEP_CACHE=1 NOTEBOOKS="notebooks/*.ipynb" STEPS=notebooks PASSES=$1 OUT=$S timeout $2 bash benchmarks/gpu_session.sh
   stamp "pass $1 done"
 }
-pass cold-pooled $(( $(left) - 200 ))
+pass cold-pooled $(( $(left) - ${COLD_RESERVE:-200} ))
 cp $S/notebooks_*.log $OUT/ 2>/dev/null
 tar czf $OUT/executed_cold.tar.gz -C $S/executed cold-pooled 2>/dev/null
 if [ "${REST:-1}" = 1 ]; then   # REST=0: the set is complete, record nothing
