@@ -606,9 +606,22 @@ def test_live_roofline_takes_the_sweep_from_this_gpus_own_replay_set(fake_metric
 
 
 def test_a_gpu_without_a_replay_set_measures_the_sweep_live(fake_metrics, monkeypatch):
-    monkeypatch.setattr(_Props, "name", "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(_Props, "name", "NVIDIA A100-SXM4-80GB")   # no notebooks/traces/a100-sxm4-80gb
     shapes = REPLAY.ncu_shapes("sdpa_flash")
     c = collect(["sdpa_flash"], sweep=shapes, quiet=True)
     [(jobs, _)] = fake_metrics
     assert {ncu.recording_name("sdpa_flash", s) for s in shapes} <= set(jobs)
     assert c.recorded == {} and "recorded earlier" not in c.banner()
+
+
+def test_the_h100_reads_its_own_sweep_not_the_h200s(fake_metrics, monkeypatch):
+    """The second real replay set: live on an H100, the sweep's tables are the H100's recordings."""
+    monkeypatch.setattr(_Props, "name", "NVIDIA H100 80GB HBM3")
+    h100 = NCU_DIR.parent.parent / "h100-80gb-hbm3" / "ncu"
+    sweep = [s for s in REPLAY.ncu_shapes("sdpa_flash") if s != DEFAULT_SHAPE]
+    c = collect(["sdpa_flash"], sweep=sweep, quiet=True)
+    expected = {("sdpa_flash", sh.key) for sh in sweep}
+    assert set(c.recorded) == expected and set(c.recorded.values()) == {"h100-80gb-hbm3"}
+    for stage, key in expected:
+        raw_rows, _ = raw(h100 / f"{stage}__{key}.csv")
+        assert list(c.kernels[(stage, key)]["kernel"]) == [r["Kernel Name"] for r in raw_rows]
