@@ -1,7 +1,7 @@
 """Run by a notebook's kernel as it starts (PYTHONSTARTUP, which IPython's kernel runs): import torch,
 open the CUDA context, start the profiler once (Kineto and CUPTI load on its first use) and import
-the book's helpers while the reader still reads the page's first
-lines, so that the first code cell does not wait for them (about 4 to 5 s on an H100).
+the book's helpers while the reader still reads the page's first lines, so that the first code
+cell does not wait for them (about 4 to 5 s on an H100).
 
 space/start.sh sets it for the Space's JupyterLab; benchmarks/run_notebooks.py --pool for the kernels
 it starts ahead. It defines nothing in the notebook's namespace, and any failure is silent: the

@@ -131,7 +131,7 @@ def binaries(profiles: dict) -> pd.DataFrame:
         row |= {"registers / thread": k["registers_per_thread"], "shared memory (B)": k["shared_memory_bytes"],
                 "grid": k["grid"], "block": k["block"], "CUPTI est. occupancy %": k["est_occupancy_pct"],
                 "launched by": k["launched_by"], "called from": k["aten_op"], "µs": round(float(k["dur_us"]), 1)}
-        columns[stage] = {key: (str(v) if isinstance(v, tuple) else v) for key, v in row.items()}
+        columns[stage] = {field: (str(v) if isinstance(v, tuple) else v) for field, v in row.items()}
     frame = pd.DataFrame(columns)
     frame.index.name = "field"
     if len(columns) == 2 and len({prof.stage for prof in profiles.values()}) == 2:
