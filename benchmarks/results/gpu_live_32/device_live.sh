@@ -10,7 +10,8 @@ export PYTHONPATH=/tmp/site PATH=$PATH:/usr/local/cuda/bin ATTN_PROFILED_CACHE=/
 { date -u; nvidia-smi -L; python3 -c "import torch,triton,sys;print('python',sys.version.split()[0],'torch',torch.__version__,'cuda',torch.version.cuda,'cudnn',torch.backends.cudnn.version(),'triton',triton.__version__,torch.cuda.get_device_name(0))"; ncu --version | tail -1; python3 -c "import nbclient, ipykernel, plotly; print('nbclient', nbclient.__version__, 'ipykernel', ipykernel.__version__, 'plotly', plotly.__version__)"; git log -1 --format='%H %s'; git status --short | head -5; ls -d notebooks/traces/*/; } 2>&1 | tee $OUT/versions.log
 S=/tmp/sess; mkdir -p $S
 # cold: no cache of any kind, whether or not this machine ran something before
-rm -rf /tmp/attn_cache /tmp/torchinductor_* /tmp/cold_compile_* ~/.triton ~/.cache/torch /tmp/attention_profiled
+empty() { rm -rf /tmp/attn_cache /tmp/torchinductor_* /tmp/cold_compile_* ~/.triton ~/.cache/torch /tmp/attention_profiled; }
+empty
 pass() {   # pass NAME LIMIT
   [ "$2" -gt 20 ] || { echo "no time left for $1"; return; }
   stamp "pass $1 (limit $2 s)"
@@ -31,7 +32,13 @@ B=$(( $(left) - 110 )); stamp "training (budget $B s)"
 [ $B -gt 60 ] && timeout $(( B + 20 )) python3 tools/record_training.py --budget $B 2>&1 | grep --line-buffered -v "Profiler clears events\|_warn_once" | tee $OUT/training.log | tail -25
 tar czf $OUT/replay_rest.tar.gz notebooks/traces/$SLUG/training notebooks/traces/$SLUG/own_model benchmarks/results/training_step_$SLUG.csv 2>&1 | tail -2
 fi
-pass warm-pooled $(( $(left) - 25 ))
+pass warm-pooled $(( $(left) - ${COLD2_RESERVE:-25} ))
 cp $S/notebooks_*.log $OUT/ 2>/dev/null
 tar czf $OUT/executed_warm.tar.gz -C $S/executed warm-pooled 2>/dev/null
+# COLD2_RESERVE set: a second cold pass on the same machine, every cache emptied again (its spread)
+if [ -n "${COLD2_RESERVE:-}" ] && [ "$(left)" -gt 200 ]; then
+  empty; pass cold2-pooled $(( $(left) - 15 ))
+  tar czf $OUT/executed_cold2.tar.gz -C $S/executed cold2-pooled 2>/dev/null
+  cp $S/notebooks_*.log $OUT/ 2>/dev/null
+fi
 ls -la $OUT; echo "total $(( $(date +%s) - T0 )) s"
