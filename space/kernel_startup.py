@@ -1,7 +1,7 @@
 """Run by a notebook's kernel as it starts (PYTHONSTARTUP, which IPython's kernel runs): import torch,
-open the CUDA context, start the profiler once (Kineto and CUPTI load on its first use) and import
-the book's helpers while the reader still reads the page's first lines, so that the first code
-cell does not wait for them (about 4 to 5 s on an H100).
+open the CUDA context, start the profiler (Kineto and CUPTI load on its first use) and Triton's timer
+once, and import the book's helpers while the reader still reads the page's first lines, so that the
+first code cell does not wait for them (about 4 to 5 s on an H100).
 
 space/start.sh sets it for the Space's JupyterLab; benchmarks/run_notebooks.py --pool for the kernels
 it starts ahead. It defines nothing in the notebook's namespace, and any failure is silent: the
@@ -21,6 +21,18 @@ def _start_the_profiler(torch) -> None:
             torch.cuda.synchronize()
 
 
+def _start_the_timer(torch) -> None:
+    """triton.testing.do_bench, the pages' independent timer, starts Triton's CUDA driver on its first
+    use (built once per machine, loaded once per process): done here on an empty call."""
+    try:
+        from triton.testing import do_bench
+    except ImportError:   # no Triton: the pages time with CUDA events alone
+        return
+    x = torch.ones(1, device="cuda")
+    do_bench(lambda: x.add_(1), warmup=1, rep=1)
+    torch.cuda.empty_cache()   # do_bench's buffer for clearing L2 goes back
+
+
 def _warm_up() -> None:
     import sys
     if "ipykernel" not in sys.modules:   # a terminal's python: not a notebook's kernel, nothing to do
@@ -30,6 +42,7 @@ def _warm_up() -> None:
         if torch.cuda.is_available():
             torch.cuda.init()
             _start_the_profiler(torch)
+            _start_the_timer(torch)
         import helpers  # noqa: F401
         import plotly.graph_objects  # noqa: F401
     except Exception:  # noqa: BLE001 - a kernel must start whatever this finds
@@ -37,4 +50,4 @@ def _warm_up() -> None:
 
 
 _warm_up()
-del _warm_up, _start_the_profiler
+del _warm_up, _start_the_profiler, _start_the_timer
