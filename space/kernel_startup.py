@@ -2,7 +2,7 @@
 open the CUDA context, start the profiler (Kineto and CUPTI load on its first use) and Triton's timer
 once, and import the book's helpers while the reader still reads the page's first lines, so that the
 first code cell does not wait for them. On an H100 a kernel then takes 8 to 10 s to start, and a
-page's first profile 0.3 to 0.7 s instead of 4 to 6.5 s (benchmarks/results/gpu_live_32).
+page's first profiling cell 0.3 to 0.7 s instead of 4 to 6.5 s (benchmarks/results/gpu_live_32).
 
 space/start.sh sets it for the Space's JupyterLab; benchmarks/run_notebooks.py --pool for the kernels
 it starts ahead. It defines nothing in the notebook's namespace, and any failure is silent: the
