@@ -24,7 +24,7 @@ def _start_the_profiler(torch) -> None:
 
 def _start_the_timer(torch) -> None:
     """triton.testing.do_bench, the pages' independent timer, starts Triton's CUDA driver on its first
-    use (built once per machine, loaded once per process): done here on an empty call."""
+    use (built once per machine, loaded once per process): done here on one tiny op."""
     try:
         from triton.testing import do_bench
     except ImportError:   # no Triton: the pages time with CUDA events alone

@@ -2,14 +2,13 @@
 (`ReplaySet`)."""
 from __future__ import annotations
 
-from ..core.ncu_tables import shown
-
 from pathlib import Path
 
 import pandas as pd
 
 from ..core import config
 from ..core.config import DEFAULT_GPU, REPLAY_DIR, ROOT  # noqa: F401  (re-exported for tools)
+from ..core.ncu_tables import shown
 from ..core.profile import Profile, TraceError
 from ..core.replay_set import ReplaySet
 from ..core.stages import DEFAULT_SHAPE, Shape, get_stage
