@@ -30,6 +30,7 @@ KINDS = {
     "trace": ("", ".json.gz"),           # a stage's profiler trace: <stage>__<shape>.json.gz
     "ncu": ("ncu", ""),                  # Nsight Compute: <name>.csv, .ncu-rep, provenance.json
     "ceilings": ("", ".json"),           # the GPU's measured ceilings: ceilings.json
+    "timers": ("", ".json"),             # the caller's loop, do_bench and busy time per call: timers.json
     "own_model": ("own_model", ".json.gz"),
     "experiment": ("experiments", ".json.gz"),   # the shared-memory cliff: smem_cliff.json.gz
     "training": ("training", ""),        # training steps, memory.json, snapshots, ncu/ (names with suffix)
