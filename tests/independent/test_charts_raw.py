@@ -128,3 +128,67 @@ def test_chapter_11s_bars_are_each_phases_raw_gpu_time():
         want = raw_phases(stage)
         for phase in ("fwd", "bwd"):
             assert totals[f"{stage} {phase}"] == pytest.approx(want[phase], rel=1e-9, abs=1e-6), (stage, phase)
+
+
+# --- the built pages: the figures as a reader's browser receives them ------------------------------
+
+def built(page: str) -> str | None:
+    import os
+    from pathlib import Path
+    given = os.environ.get("ATTN_PROFILED_BOOK_HTML")
+    path = Path(given) / "notebooks" / f"{page}.html" if given else None
+    return path.read_text(encoding="utf-8") if path and path.exists() else None
+
+
+TYPED = {"f8": "d", "f4": "f", "i4": "i", "i2": "h", "i1": "b", "u1": "B", "u2": "H", "u4": "I"}
+
+
+def values(v) -> list:
+    """A trace's x or y as plotly.py writes it into a page: a list, or a typed array (base64)."""
+    import base64
+    import struct
+    if isinstance(v, dict) and "bdata" in v:
+        raw_bytes = base64.b64decode(v["bdata"])
+        code = TYPED[v["dtype"]]
+        return list(struct.unpack(f"<{len(raw_bytes) // struct.calcsize(code)}{code}", raw_bytes))
+    return list(v)
+
+
+def figures(html: str) -> list[list[dict]]:
+    """The traces of every Plotly.newPlot call of a built page, in page order."""
+    import json
+    decoder = json.JSONDecoder()
+    return [decoder.raw_decode(html, m.end())[0] for m in re.finditer(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*", html)]
+
+
+@pytest.mark.skipif(built("09_roofline") is None, reason="reads a built book: set ATTN_PROFILED_BOOK_HTML")
+def test_the_built_roofline_pages_points_are_the_raw_counters():
+    roof, sweep = figures(built("09_roofline"))[:2]
+    points = {t["name"]: t for t in roof if t.get("mode") == "markers" and t.get("name") in STAGES}
+    assert set(points) == set(STAGES)
+    for stage, t in points.items():
+        ai, tflops = raw_point(stage)
+        assert values(t["x"]) == pytest.approx([ai], rel=1e-9) and values(t["y"]) == pytest.approx([tflops], rel=1e-9), stage
+    lines = {t["name"]: t for t in sweep if t.get("mode") == "lines+markers"}
+    assert len(lines) >= 2
+    for stage, t in lines.items():
+        seqs = sorted(int(re.search(r"_s(\d+)_", p.name).group(1))
+                      for p in (_raw.H200 / "ncu").glob(f"{stage}__b8_h16_s*_d64_bfloat16_causal.csv"))
+        want = [raw_point(stage, q) for q in seqs]
+        assert values(t["x"]) == pytest.approx([w[0] for w in want], rel=1e-9), stage
+        assert values(t["y"]) == pytest.approx([w[1] for w in want], rel=1e-9), stage
+
+
+@pytest.mark.skipif(built("11_training") is None, reason="reads a built book: set ATTN_PROFILED_BOOK_HTML")
+def test_the_built_training_pages_bars_are_each_phases_raw_gpu_time():
+    (bars,) = [f for f in figures(built("11_training")) if f and str(values(f[0].get("y", []))[:1]).endswith(" fwd']")]
+    totals: dict[str, float] = {}
+    for t in bars:
+        for label, x in zip(values(t["y"]), values(t["x"])):
+            totals[label] = totals.get(label, 0.0) + x
+    stages = sorted({label.rsplit(" ", 1)[0] for label in totals})
+    assert len(stages) >= 5
+    for stage in stages:
+        want = raw_phases(stage)
+        for phase in ("fwd", "bwd"):
+            assert totals[f"{stage} {phase}"] == pytest.approx(want[phase], rel=1e-9, abs=1e-6), (stage, phase)

@@ -160,3 +160,48 @@ def test_a_cudnn_field_called_warps_is_the_launchs_warp_count(name):
                     f"check passes once that branch is merged")
     if shown:
         assert 32 * prod(int(x) for x in shown.groups()) in launches()[name]
+
+
+# --- the built pages: the "reads as" column a reader sees beside each kernel -------------------------
+
+def built_pages() -> list:
+    import os
+    from pathlib import Path
+    given = os.environ.get("ATTN_PROFILED_BOOK_HTML")
+    return sorted((Path(given) / "notebooks").glob("*.html")) if given else []
+
+
+def kernel_rows(markup: str) -> list[dict[str, str]]:
+    """Every kernel table row of a built page: its cells by column label, the kernel's whole name
+    (the folded name's title) and its text with the soft breaks taken out."""
+    import html as htmllib
+    rows = []
+    for row in re.findall(r"<tr id='[^']*-kernel-\d+'>(.*?)</tr>", markup, flags=re.S):
+        cells = {label: htmllib.unescape(re.sub(r"<[^>]+>", "", cell.replace("<wbr>", ""))).strip()
+                 for label, cell in re.findall(r'<t[dh][^>]*data-label="([^"]*)"[^>]*>(.*?)</t[dh]>', row, flags=re.S)}
+        title = re.search(r'<summary title="([^"]*)"', row)
+        if title:
+            cells["kernel"] = htmllib.unescape(title.group(1))
+        rows.append(cells)
+    return rows
+
+
+@pytest.mark.skipif(not built_pages(), reason="reads a built book: set ATTN_PROFILED_BOOK_HTML")
+def test_the_built_pages_read_each_kernel_as_its_name_spells_it():
+    seen = 0
+    for path in built_pages():
+        for row in kernel_rows(path.read_text(encoding="utf-8")):
+            if "reads as" not in row or "kernel" not in row:
+                continue
+            want = independent(row["kernel"])
+            if want is None:
+                continue
+            for words in want["says"]:
+                assert words in row["reads as"], (path.name, row["kernel"][:80], words, row["reads as"])
+            block = re.findall(r"\d+", row.get("block", ""))
+            shown = re.search(r"(\d+) warps|warps (\d+)x(\d+)x(\d+)", row["reads as"])
+            if shown and block and not cudnn_sdpa(row["kernel"]):   # cuDNN's field: see the test above
+                count = int(shown.group(1)) if shown.group(1) else prod(int(x) for x in shown.groups()[1:])
+                assert 32 * count == prod(int(b) for b in block), (path.name, row["kernel"][:80], row["block"])
+            seen += 1
+    assert seen >= 10
