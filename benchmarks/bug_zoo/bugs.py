@@ -63,6 +63,7 @@ HF = "helpers/chapters/hub_flash.py"
 A = "helpers/core/article.py"
 NV = "helpers/core/names/cublas.py"
 FA = "helpers/core/names/flash.py"
+AT = "helpers/core/names/aten.py"
 # issue 38: the three kinds that survived the independent layer (a chart's axis values, an article
 # figure quoted in a verdict, a decoded kernel name); their own independent file runs first (it is
 # the one meant to catch them, and fail-fast stops there), then the guards
@@ -382,4 +383,7 @@ BUGS = [
          find='"block_m", "block_n", "warps", "Is_Q_in_regs"', replace='"block_n", "block_m", "warps", "Is_Q_in_regs"',
          shows="FlashAttention-2's forward at head_dim 128 reads as 64x128 tiles (its traits are <128, 128, 64, ...>)",
          tests=NAMES_T),
+    dict(id="names-softmax-rows-times-two", file=AT, cls="unit", chapter="all",
+         find='d["elements_per_row"] = 2 ** d[key]', replace='d["elements_per_row"] = 2 * d[key]',
+         shows="ATen's softmax 'reads as' rows of 20 where its template says 2^10 = 1024", tests=NAMES_T),
 ]

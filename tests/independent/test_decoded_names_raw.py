@@ -101,7 +101,32 @@ def triton(name: str) -> dict | None:
     return {"says": [f"Triton {cls}"]}
 
 
-FAMILIES = (nvjet, xmma, flash2, mem_efficient, cudnn_sdpa, triton)
+CPP = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64", "long": "int64",
+       "int": "int32", "bool": "bool", "unsigned char": "uint8"}
+
+
+def aten_softmax(name: str) -> dict | None:
+    m = re.search(r"softmax_warp_(forward|backward)<([\w:]+(?: \w+)?), [\w:]+, float, (\d+),", name)
+    if not m:
+        return None
+    direction, element, log2 = m.groups()
+    return {"kind": "softmax", "dtype": CPP[element],
+            "says": ["ATen softmax" + (" backward" if direction == "backward" else ""), CPP[element],
+                     f"rows of {2 ** int(log2)}"]}
+
+
+def aten_functor(name: str) -> dict | None:
+    """ATen's elementwise kernels of a typed functor (`BinaryFunctor<c10::BFloat16, ...`,
+    `CUDAFunctor_add<float>`, `FillFunctor<bool>`): the element type is its first argument."""
+    if not name.startswith("void at::native::") or "softmax" in name or "multi_tensor_apply" in name:
+        return None
+    m = re.search(r"(?:Functor|Functor_add|FunctorOnSelf_add)<(c10::BFloat16|c10::Half|float|double|long|int|bool|unsigned char)[,>]", name)
+    if not m:
+        return None
+    return {"dtype": CPP[m.group(1)], "says": ["ATen", CPP[m.group(1)]]}
+
+
+FAMILIES = (nvjet, xmma, flash2, mem_efficient, cudnn_sdpa, triton, aten_softmax, aten_functor)
 
 
 def independent(name: str) -> dict | None:
