@@ -64,6 +64,7 @@ A = "helpers/core/article.py"
 NV = "helpers/core/names/cublas.py"
 FA = "helpers/core/names/flash.py"
 AT = "helpers/core/names/aten.py"
+VC = "helpers/views/charts.py"
 # issue 38: the three kinds that survived the independent layer (a chart's axis values, an article
 # figure quoted in a verdict, a decoded kernel name); their own independent file runs first (it is
 # the one meant to catch them, and fail-fast stops there), then the guards
@@ -386,4 +387,13 @@ BUGS = [
     dict(id="names-softmax-rows-times-two", file=AT, cls="unit", chapter="all",
          find='d["elements_per_row"] = 2 ** d[key]', replace='d["elements_per_row"] = 2 * d[key]',
          shows="ATen's softmax 'reads as' rows of 20 where its template says 2^10 = 1024", tests=NAMES_T),
+    dict(id="article-a100-launch-registers-threads", file=OL, cls="swap", chapter="07",
+         find='ARTICLE_A100 = {"gpu": "A100", "registers": 240, "threads": 256}',
+         replace='ARTICLE_A100 = {"gpu": "A100", "registers": 256, "threads": 240}',
+         shows="07: the article's A100 column worked out for 256 registers × 240 threads (its two figures transposed)",
+         tests=ARTICLE_T),
+    dict(id="chart-durations-sorted-by-time", file=VC, cls="sort", chapter="01-06c",
+         find='    for step, events in table.groupby("step", sort=True):\n        events = events.reset_index(drop=True)',
+         replace='    for step, events in table.groupby("step", sort=True):\n        events = events.sort_values("dur_us").reset_index(drop=True)',
+         shows="01-06c: the GPU events' bars sorted by duration but numbered as the launch order", tests=CHART_T),
 ]

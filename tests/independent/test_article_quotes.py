@@ -148,3 +148,31 @@ def test_the_built_pages_quote_the_articles_figures():
                     assert not check_quote(text, cpu), (path.name, text, check_quote(text, cpu))
                 seen += 1
     assert seen >= 3 + len(GPU_US) + len(CPU_US)
+
+
+# --- chapter 7: the article's A100 occupancy, worked from its two launch figures ---------------------
+
+# the A100 (sm 8.0), from CUDA's occupancy rules: a 64K-register file in four sub-partitions,
+# registers given to a warp in units of 256, 64 warp slots and 32 block slots per SM
+A100 = {"regs": 65536, "subs": 4, "warps": 64, "unit": 256, "smem": 167936, "reserve": 1024, "smem_unit": 128,
+        "blocks": 32}
+
+
+def test_chapter_7s_article_column_is_the_articles_launch_worked_out():
+    from helpers.chapters import occupancy_lessons as lessons
+    launch = ARTICLE["cudnn_kernel_launch"]
+    regs, threads = launch["registers"], launch["threads"]
+    occ = raw.occupancy(threads, regs, 0, A100)
+    table = lessons.article_a100()
+    label = table.index.name
+    assert f"{regs} registers × {threads} threads" in label and "A100" in label
+    rows = dict(zip(table.index, table["value"].astype(str)))
+    assert rows["registers per warp"] == f"{regs} × 32 → {occ['regs_per_warp']:,}"
+    assert rows["warps per sub-partition"].endswith(f"/ {occ['regs_per_warp']:,}⌋ = {occ['warps_per_sub']}")
+    assert rows["warps per block"] == str(occ["warps_per_block"])
+    assert rows["active blocks"] == str(occ["active_blocks"])
+    assert rows["occupancy"] == f"{occ['active_warps']} / {A100['warps']} warps = {occ['pct']:.1f}%"
+    glued = lessons.glue_article()
+    assert (glued["registers"], glued["threads"]) == (regs, threads)
+    assert (glued["warps"], glued["max_warps"]) == (occ["active_warps"], A100["warps"])
+    assert glued["occupancy_pct"] == f"{occ['pct']:.1f}"

@@ -10,6 +10,7 @@ forward's Memcpy/Memset events move), TFLOP/s = FLOPs / s / 1e12, training bars 
 """
 from __future__ import annotations
 
+import html as htmllib
 import re
 
 import pytest
@@ -192,3 +193,23 @@ def test_the_built_training_pages_bars_are_each_phases_raw_gpu_time():
         want = raw_phases(stage)
         for phase in ("fwd", "bwd"):
             assert totals[f"{stage} {phase}"] == pytest.approx(want[phase], rel=1e-9, abs=1e-6), (stage, phase)
+
+
+# --- 01-06c: each bar of the kernel-duration chart is the raw event it says it is ---------------
+
+@pytest.mark.parametrize("stage", list(stages_where(swept=True)))
+def test_kernel_duration_bars_are_the_raw_events_in_launch_order(stage):
+    """Each step's bars, numbered 1..n in launch order: bar i's hover names the i-th GPU event the
+    step launched (raw name) and its height is that event's raw dur (µs)."""
+    from helpers import charts, profile_stage
+    from . import raw
+    fig = charts.kernel_durations(profile_stage(stage, mode="replay", quiet=True))
+    shown = {t.name: t for t in fig.data}
+    evs = raw.events(raw.stage_path(stage))
+    for n, _, _ in raw.steps(evs):
+        f = raw.forward(raw.stage_path(stage), n)
+        bars = shown[f"ProfilerStep#{n}"]
+        order = sorted(f.gpu, key=lambda e: (e["call"]["ts"], e["ts"]))   # launch order
+        assert [x.split(".")[0] for x in bars.x] == [str(i + 1) for i in range(len(order))]
+        assert [htmllib.unescape(c[0]) for c in bars.customdata] == [e["name"] for e in order]   # hover text is escaped
+        assert list(bars.y) == pytest.approx([e["dur"] for e in order], abs=1e-3)
