@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html as htmllib
 import json
-import os
 import re
 from pathlib import Path
 
@@ -113,9 +112,6 @@ def test_the_closing_tables_article_columns_are_the_articles_table():
 
 # --- the built pages: what a reader reads in the article's column --------------------------------
 
-def built_pages() -> list[Path]:
-    given = os.environ.get("ATTN_PROFILED_BOOK_HTML")
-    return sorted((Path(given) / "notebooks").glob("*.html")) if given else []
 
 
 def article_cells(markup: str) -> list[tuple[str, str]]:
@@ -125,12 +121,11 @@ def article_cells(markup: str) -> list[tuple[str, str]]:
             for label, cell in cells]
 
 
-@pytest.mark.skipif(not built_pages(), reason="reads a built book: set ATTN_PROFILED_BOOK_HTML")
-def test_the_built_pages_quote_the_articles_figures():
+def test_the_built_pages_quote_the_articles_figures(book_build):
     """Every non-empty cell of a verdict table's article column, on every page, quotes the
     article's table; the closing table's GPU and CPU columns hold its figures for each stage."""
     seen = 0
-    for path in built_pages():
+    for path in sorted((book_build / "html" / "notebooks").glob("*.html")):
         markup = path.read_text(encoding="utf-8")
         rows = re.findall(r"<tr>(.*?)</tr>", markup, flags=re.S)
         for row in rows:

@@ -133,12 +133,8 @@ def test_chapter_11s_bars_are_each_phases_raw_gpu_time():
 
 # --- the built pages: the figures as a reader's browser receives them ------------------------------
 
-def built(page: str) -> str | None:
-    import os
-    from pathlib import Path
-    given = os.environ.get("ATTN_PROFILED_BOOK_HTML")
-    path = Path(given) / "notebooks" / f"{page}.html" if given else None
-    return path.read_text(encoding="utf-8") if path and path.exists() else None
+def built(book_build, page: str) -> str:
+    return (book_build / "html" / "notebooks" / f"{page}.html").read_text(encoding="utf-8")
 
 
 TYPED = {"f8": "d", "f4": "f", "i4": "i", "i2": "h", "i1": "b", "u1": "B", "u2": "H", "u4": "I"}
@@ -162,9 +158,8 @@ def figures(html: str) -> list[list[dict]]:
     return [decoder.raw_decode(html, m.end())[0] for m in re.finditer(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*", html)]
 
 
-@pytest.mark.skipif(built("09_roofline") is None, reason="reads a built book: set ATTN_PROFILED_BOOK_HTML")
-def test_the_built_roofline_pages_points_are_the_raw_counters():
-    roof, sweep = figures(built("09_roofline"))[:2]
+def test_the_built_roofline_pages_points_are_the_raw_counters(book_build):
+    roof, sweep = figures(built(book_build, "09_roofline"))[:2]
     points = {t["name"]: t for t in roof if t.get("mode") == "markers" and t.get("name") in STAGES}
     assert set(points) == set(STAGES)
     for stage, t in points.items():
@@ -180,9 +175,8 @@ def test_the_built_roofline_pages_points_are_the_raw_counters():
         assert values(t["y"]) == pytest.approx([w[1] for w in want], rel=1e-9), stage
 
 
-@pytest.mark.skipif(built("11_training") is None, reason="reads a built book: set ATTN_PROFILED_BOOK_HTML")
-def test_the_built_training_pages_bars_are_each_phases_raw_gpu_time():
-    (bars,) = [f for f in figures(built("11_training")) if f and str(values(f[0].get("y", []))[:1]).endswith(" fwd']")]
+def test_the_built_training_pages_bars_are_each_phases_raw_gpu_time(book_build):
+    (bars,) = [f for f in figures(built(book_build, "11_training")) if f and str(values(f[0].get("y", []))[:1]).endswith(" fwd']")]
     totals: dict[str, float] = {}
     for t in bars:
         for label, x in zip(values(t["y"]), values(t["x"])):

@@ -189,13 +189,6 @@ def test_a_cudnn_field_called_warps_is_the_launchs_warp_count(name):
 
 # --- the built pages: the "reads as" column a reader sees beside each kernel -------------------------
 
-def built_pages() -> list:
-    import os
-    from pathlib import Path
-    given = os.environ.get("ATTN_PROFILED_BOOK_HTML")
-    return sorted((Path(given) / "notebooks").glob("*.html")) if given else []
-
-
 def kernel_rows(markup: str) -> list[dict[str, str]]:
     """Every kernel table row of a built page: its cells by column label, the kernel's whole name
     (the folded name's title) and its text with the soft breaks taken out."""
@@ -211,10 +204,9 @@ def kernel_rows(markup: str) -> list[dict[str, str]]:
     return rows
 
 
-@pytest.mark.skipif(not built_pages(), reason="reads a built book: set ATTN_PROFILED_BOOK_HTML")
-def test_the_built_pages_read_each_kernel_as_its_name_spells_it():
+def test_the_built_pages_read_each_kernel_as_its_name_spells_it(book_build):
     seen = 0
-    for path in built_pages():
+    for path in sorted((book_build / "html" / "notebooks").glob("*.html")):
         for row in kernel_rows(path.read_text(encoding="utf-8")):
             if "reads as" not in row or "kernel" not in row:
                 continue
