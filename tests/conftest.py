@@ -64,6 +64,7 @@ def cuda_available() -> bool:
 def pytest_collection_modifyitems(config, items):
     # the tests that read the book build come last: the build runs in the background meanwhile
     items.sort(key=lambda item: bool(BOOK_FIXTURES & set(getattr(item, "fixturenames", ()))))
+    _keep_page_groups_together(items)
     if cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False here)")
@@ -72,6 +73,21 @@ def pytest_collection_modifyitems(config, items):
         # checkout's folder, and a checkout named gpu skipped the whole suite
         if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)
+
+
+def _keep_page_groups_together(items) -> None:
+    """The checks that share one page's loads (test_browser.page_group: an xdist group named
+    page-<path>) run one after the other, where the first of them stood: pytest-xdist's loadgroup
+    sends a group to one worker in this order, and a run without xdist keeps it too, so that each
+    page is loaded once per view and shared while it is open."""
+    first: dict[str, int] = {}
+    keys = []
+    for i, item in enumerate(items):
+        mark = item.get_closest_marker("xdist_group")
+        name = (mark.args[0] if mark.args else mark.kwargs.get("name", "")) if mark else ""
+        keys.append(first.setdefault(name, i) if str(name).startswith("page-") else i)
+    order = sorted(range(len(items)), key=keys.__getitem__)  # stable: a group keeps its own order
+    items[:] = [items[i] for i in order]
 
 
 def load_static_book():
