@@ -570,72 +570,6 @@ def test_chapter_07_opens_each_kernel_in_the_calculator(visit, book):
     assert not v.problems, "\n".join(v.problems)
 
 
-# --- the trace behind each stage page ---------------------------------------------------------
-
-PERFETTO = "https://ui.perfetto.dev"
-# stands in for ui.perfetto.dev: answers PING with PONG, as Perfetto does, and keeps what it gets
-PERFETTO_STUB = """<!doctype html><title>Perfetto (test stub)</title><script>
-window.pings = 0; window.received = null;
-window.addEventListener('message', (e) => {
-  if (e.data === 'PING') { window.pings++; e.source.postMessage('PONG', '*'); return; }
-  const p = e.data && e.data.perfetto;
-  if (p) window.received = {title: p.title, fileName: p.fileName, isBuffer: p.buffer instanceof ArrayBuffer,
-                            bytes: Array.from(new Uint8Array(p.buffer))};
-});
-</script>"""
-
-
-def kineto_trace(data: bytes) -> dict:
-    """The trace a gzipped file holds, checked to be a Kineto chrome trace of one stage."""
-    document = json.loads(gzip.decompress(data))
-    events = document["traceEvents"]
-    assert any(e.get("cat") == "kernel" for e in events), "no kernel event: not a Kineto GPU trace"
-    assert any(re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")) for e in events), "no profiler step"
-    assert document["provenance"]["stage"]
-    return document
-
-
-def test_there_are_stage_pages():
-    assert "notebooks/01_naive.html" in STAGE_PAGES and len(STAGE_PAGES) >= 6, STAGE_PAGES
-
-
-@pytest.mark.parametrize("path", STAGE_PAGES)
-def test_stage_page_links_its_trace_and_opens_it_in_perfetto(visit, book, path):
-    v = visit(path)
-    link = v.page.locator("a.ap-trace-download")
-    assert link.count() == 1, "a stage page links the trace behind it, once"
-    href = link.get_attribute("href")
-    assert not href.startswith("data:"), "the book serves the trace as a file of the build"
-    assert (book / Path(path).parent / href).resolve().is_file()
-
-    link.scroll_into_view_if_needed()
-    with v.page.expect_download() as download:
-        link.click()
-    downloaded = Path(download.value.path()).read_bytes()
-    assert download.value.suggested_filename == link.get_attribute("download")
-    document = kineto_trace(downloaded)
-    stage = document["provenance"]["stage"]
-    assert re.search(rf"(Replaying|Profiled) [\w, ]*\b{stage}\b", body_text(v))
-    recorded = ROOT / "notebooks" / "traces" / "h200" / download.value.suggested_filename
-    if "Replaying" in body_text(v):
-        assert downloaded == recorded.read_bytes(), "in replay the link serves the recorded file as it is"
-
-    # the last route registered wins: ui.perfetto.dev is the stub, everything else stays blocked
-    v.context.route(f"{PERFETTO}/**", lambda route: route.fulfill(status=200, content_type="text/html",
-                                                                   body=PERFETTO_STUB))
-    with v.page.expect_popup() as popup_info:
-        v.page.locator("button.ap-perfetto").click()
-    popup = popup_info.value
-    assert popup.url.startswith(PERFETTO)
-    popup.wait_for_function("() => window.received !== null", timeout=15000)
-    received = popup.evaluate("() => window.received")
-    assert received["isBuffer"] and popup.evaluate("() => window.pings") >= 1
-    assert received["fileName"] == download.value.suggested_filename and stage in received["title"]
-    assert gzip.decompress(bytes(received["bytes"])) == gzip.decompress(downloaded)
-    assert "Sent to Perfetto" in v.page.locator(".ap-perfetto-status").inner_text()
-    assert not v.problems, "\n".join(v.problems)
-
-
 # --- tables as readers read them ---------------------------------------------------------------
 
 def test_a_long_kernel_name_is_one_hover_or_tap_away(visit):
@@ -895,3 +829,71 @@ def test_live_charts_fit_the_screen(browser, book_build, how, size):
         assert not problems, "\n".join(problems)
     finally:
         context.close()
+
+
+# --- the trace behind each stage page (after the reading checks: its status line is on the page) -
+
+PERFETTO = "https://ui.perfetto.dev"
+# stands in for ui.perfetto.dev: answers PING with PONG, as Perfetto does, and keeps what it gets
+PERFETTO_STUB = """<!doctype html><title>Perfetto (test stub)</title><script>
+window.pings = 0; window.received = null;
+window.addEventListener('message', (e) => {
+  if (e.data === 'PING') { window.pings++; e.source.postMessage('PONG', '*'); return; }
+  const p = e.data && e.data.perfetto;
+  if (p) window.received = {title: p.title, fileName: p.fileName, isBuffer: p.buffer instanceof ArrayBuffer,
+                            bytes: Array.from(new Uint8Array(p.buffer))};
+});
+</script>"""
+
+
+def kineto_trace(data: bytes) -> dict:
+    """The trace a gzipped file holds, checked to be a Kineto chrome trace of one stage."""
+    document = json.loads(gzip.decompress(data))
+    events = document["traceEvents"]
+    assert any(e.get("cat") == "kernel" for e in events), "no kernel event: not a Kineto GPU trace"
+    assert any(re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")) for e in events), "no profiler step"
+    assert document["provenance"]["stage"]
+    return document
+
+
+def test_there_are_stage_pages():
+    assert "notebooks/01_naive.html" in STAGE_PAGES and len(STAGE_PAGES) >= 6, STAGE_PAGES
+
+
+@pytest.mark.parametrize("path", page_params(STAGE_PAGES))
+def test_stage_page_links_its_trace_and_opens_it_in_perfetto(shared_visit, book, path):
+    # test_page's load (shared_visit): the download and the popup leave the page itself as it was
+    v = shared_visit(path)
+    link = v.page.locator("a.ap-trace-download")
+    assert link.count() == 1, "a stage page links the trace behind it, once"
+    href = link.get_attribute("href")
+    assert not href.startswith("data:"), "the book serves the trace as a file of the build"
+    assert (book / Path(path).parent / href).resolve().is_file()
+
+    link.scroll_into_view_if_needed()
+    with v.page.expect_download() as download:
+        link.click()
+    downloaded = Path(download.value.path()).read_bytes()
+    assert download.value.suggested_filename == link.get_attribute("download")
+    document = kineto_trace(downloaded)
+    stage = document["provenance"]["stage"]
+    assert re.search(rf"(Replaying|Profiled) [\w, ]*\b{stage}\b", body_text(v))
+    recorded = ROOT / "notebooks" / "traces" / "h200" / download.value.suggested_filename
+    if "Replaying" in body_text(v):
+        assert downloaded == recorded.read_bytes(), "in replay the link serves the recorded file as it is"
+
+    # the last route registered wins: ui.perfetto.dev is the stub, everything else stays blocked
+    v.context.route(f"{PERFETTO}/**", lambda route: route.fulfill(status=200, content_type="text/html",
+                                                                   body=PERFETTO_STUB))
+    with v.page.expect_popup() as popup_info:
+        v.page.locator("button.ap-perfetto").click()
+    popup = popup_info.value
+    assert popup.url.startswith(PERFETTO)
+    popup.wait_for_function("() => window.received !== null", timeout=15000)
+    received = popup.evaluate("() => window.received")
+    assert received["isBuffer"] and popup.evaluate("() => window.pings") >= 1
+    assert received["fileName"] == download.value.suggested_filename and stage in received["title"]
+    assert gzip.decompress(bytes(received["bytes"])) == gzip.decompress(downloaded)
+    assert "Sent to Perfetto" in v.page.locator(".ap-perfetto-status").inner_text()
+    popup.close()
+    assert not v.problems, "\n".join(v.problems)
