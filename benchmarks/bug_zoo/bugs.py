@@ -324,4 +324,9 @@ BUGS = [
     dict(id="hub-ratio-inverted", file=HF, cls="ratio", chapter="04d",
          find='per forward ({gh / gs:.2f}×)', replace='per forward ({gs / gh:.2f}×)',
          shows="04d: the Hub kernel's time over SDPA's, inverted in the evidence", tests=CLAIMS_T + ["tests/test_hub.py"]),
+    # --- the views: what a reader hovers ----------------------------------------------------------
+    dict(id="timeline-hover-end-as-duration", file="helpers/views/charts.py", cls="column", chapter="01",
+         find='%{customdata[2]:.1f} µs, launched by', replace='%{x:.1f} µs, launched by',
+         shows="every stage page: a GPU bar's hover reads where it ends (plotly's %{x} of a based bar) as its duration",
+         tests=[IND + "test_timeline_hover.py"]),
 ]
