@@ -329,4 +329,9 @@ BUGS = [
          find='%{customdata[2]:.1f} µs, launched by', replace='%{x:.1f} µs, launched by',
          shows="every stage page: a GPU bar's hover reads where it ends (plotly's %{x} of a based bar) as its duration",
          tests=[IND + "test_timeline_hover.py"]),
+    dict(id="guess-misplaced-as-extra", file=GP, cls="js", chapter="03",
+         find='status = ("misplaced" if any(word in w for w in loose_trace)',
+         replace='status = ("extra" if any(word in w for w in loose_trace)',
+         shows="03: a matmul the alignment placed elsewhere reads 'not in the trace' beside two gemms",
+         tests=GUESS_T),
 ]
