@@ -218,8 +218,10 @@
     const verdict = result ? result.verdict : "revealed";
     const head = el("p", { class: "apq-verdict apq-" + verdict });
     head.append(el("b", { text: key.verdicts[verdict] + " " }));
-    if (result) head.append("You said " + JSON.stringify(api.trim(guessText)) + "; " + key.source + " says: ");
-    else head.append(key.source.charAt(0).toUpperCase() + key.source.slice(1) + " says: ");
+    // "from the counters: 37.2×": the answer is read or computed from its source, which "says"
+    // nothing (and "the counters says" reads wrong)
+    if (result) head.append("You said " + JSON.stringify(api.trim(guessText)) + "; from " + key.source + ": ");
+    else head.append("From " + key.source + ": ");
     head.append(el("span", { class: "apq-answer", text: key.answerText }));
     container.append(head);
     const items = result ? result.items
