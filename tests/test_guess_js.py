@@ -406,3 +406,17 @@ def test_the_guesses_a_reader_wrote_are_judged_as_the_book_reads_them(open_page,
         assert sorted(gemms) == ["matched", "moved"], first["items"]
         assert [j.get("verdict") for j in judged[1:]] == ["right"] * 6, judged[1:]
     assert not page.problems, page.problems
+
+
+def test_the_result_names_its_source_and_says_nothing_for_it(open_page):
+    """A figure computed from the counters is not what "the counters says": the result line reads
+    "from the counters: 37.2×"."""
+    key = guess.number_key("w", "How many times?", 37.2, tolerance=0.25, unit="×", source="the counters")
+    p = open_page(page_html(guess.Question(key).to_html()))
+    answer(p.page, key, "about 40")
+    head = p.page.locator(".apq-verdict").inner_text()
+    assert "from the counters: 37.2×" in head and "says" not in head, head
+    p.page.locator("button.apq-reveal").click()
+    head = p.page.locator(".apq-verdict").inner_text()
+    assert "From the counters: 37.2×" in head and "says" not in head, head
+    assert not p.problems, p.problems
