@@ -420,3 +420,33 @@ def test_the_result_names_its_source_and_says_nothing_for_it(open_page):
     head = p.page.locator(".apq-verdict").inner_text()
     assert "From the counters: 37.2×" in head and "says" not in head, head
     assert not p.problems, p.problems
+
+
+# the width of the book's article at 1400 px (sphinx-book-theme), and a phone's
+ARTICLE_PX = {1400: 760, 390: 358}
+LINES_JS = """(sel) => [...document.querySelectorAll(sel)].map((td) => {
+  const range = document.createRange(); range.selectNodeContents(td);
+  const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+  return {text: td.textContent, lines: tops.size, width: td.getBoundingClientRect().width};
+})"""
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_result_table_breaks_your_words_between_words(open_page, profiles, width):
+    """The "you said" column beside long kernel names: each word the reader typed on one line (the
+    column is never squeezed to a letter or two), at 1400 px (the book's article) and 390 px."""
+    key = guess.kernels_key(profiles["sdpa_math"])
+    body = f'<div style="max-width:{ARTICLE_PX[width]}px">{guess.Question(key).to_html()}</div>'
+    p = open_page(page_html(body), viewport=(width, 900 if width > 500 else 844))
+    text = "matmul, scale, masked_fill, softmax, elementwise, memory-efficient, matmul, flashattention-2"
+    answer(p.page, key, text)
+    cells = p.page.evaluate(LINES_JS, ".apq-result td.apq-guess")
+    said = [c for c in cells if c["text"] != "—"]
+    assert len(said) == len(text.split(", "))
+    broken = [c for c in said if c["lines"] > 1]
+    assert not broken, broken
+    statuses = p.page.evaluate(LINES_JS, ".apq-result .apq-status")
+    assert not [s for s in statuses if s["lines"] > len(s["text"].split())], statuses
+    p.page.screenshot(path=f"/tmp/apq-result-{width}.png", full_page=True)
+    assert p.page.evaluate("() => document.documentElement.scrollWidth") <= width
+    assert not p.problems, p.problems
