@@ -36,3 +36,12 @@ def test_the_closing_tables_verdict_is_not_what_the_trace_says():
     frame = tables.at_a_glance({"naive": profile_stage("naive", mode="replay", quiet=True)}, {})
     assert "the trace says" not in frame.columns
     assert "verdict from the trace" in frame.columns
+
+
+def test_the_training_kernel_table_says_why_too():
+    from helpers.training import chapter
+    frame = pd.DataFrame([{c: 1 for c in ["stage", "#", "kernel", "pipe", "GFLOP", "DRAM MB", "ncu µs", "TFLOP/s",
+                                          "% of compute roof", "% of copy roof", "bound by", "tensor instructions",
+                                          "achieved occupancy %"]} | {"kernel": "k", "% of copy roof": 103.3}])
+    caption = chapter.limits_kernel_table(frame).attrs["caption"]
+    assert "can pass 100" in caption and "reads and writes" in caption, caption
