@@ -218,7 +218,7 @@
     const verdict = result ? result.verdict : "revealed";
     const head = el("p", { class: "apq-verdict apq-" + verdict });
     head.append(el("b", { text: key.verdicts[verdict] + " " }));
-    // "from the counters: 37.2×": the answer is read or computed from its source, which "says"
+    // "from the counters: 37.2 times": the answer is read or computed from its source, which "says"
     // nothing (and "the counters says" reads wrong)
     if (result) head.append("You said " + JSON.stringify(api.trim(guessText)) + "; from " + key.source + ": ");
     else head.append("From " + key.source + ": ");
