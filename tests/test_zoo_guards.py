@@ -677,7 +677,10 @@ def test_the_browser_judge_of_a_kernel_list_needs_every_kernel():
     (one, whole, extra) = judge_in_node([(key, kinds[0]), (key, ", ".join(kinds)), (key, ", ".join(kinds + [kinds[0]]))])
     assert one["verdict"] == "wrong" and [i["status"] for i in one["items"]] == ["matched"] + ["missing"] * (len(kinds) - 1)
     assert whole["verdict"] == "right"
-    assert extra["verdict"] == "wrong" and extra["items"][-1]["status"] == "extra"
+    # one more of a kind the trace launches: "surplus"; a kind it does not launch: "extra"
+    assert extra["verdict"] == "wrong" and extra["items"][-1]["status"] == "surplus"
+    (foreign,) = judge_in_node([(key, ", ".join(kinds + ["flash"]))])
+    assert foreign["verdict"] == "wrong" and foreign["items"][-1]["status"] == "extra"
 
 
 def test_the_status_words_say_who_has_what():

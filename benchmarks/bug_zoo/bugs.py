@@ -396,4 +396,14 @@ BUGS = [
          find='    for step, events in table.groupby("step", sort=True):\n        events = events.reset_index(drop=True)',
          replace='    for step, events in table.groupby("step", sort=True):\n        events = events.sort_values("dur_us").reset_index(drop=True)',
          shows="01-06c: the GPU events' bars sorted by duration but numbered as the launch order", tests=CHART_T),
+    # --- the views: what a reader hovers ----------------------------------------------------------
+    dict(id="timeline-hover-end-as-duration", file="helpers/views/charts.py", cls="column", chapter="01",
+         find='%{customdata[2]:.1f} µs, launched by', replace='%{x:.1f} µs, launched by',
+         shows="every stage page: a GPU bar's hover reads where it ends (plotly's %{x} of a based bar) as its duration",
+         tests=[IND + "test_timeline_hover.py"]),
+    dict(id="guess-misplaced-as-extra", file=GP, cls="js", chapter="03",
+         find='status = ("misplaced" if any(word in w for w in loose_trace)',
+         replace='status = ("extra" if any(word in w for w in loose_trace)',
+         shows="03: a matmul the alignment placed elsewhere reads 'not in the trace' beside two gemms",
+         tests=GUESS_T),
 ]

@@ -330,9 +330,17 @@ def limits_kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
             "% of copy roof", "bound by", "tensor instructions", "achieved occupancy %"]
     out = kernels[cols].copy()
     out["kernel"] = out["kernel"].str.slice(0, 70)
-    return out.set_index(["stage", "#"]).round({"GFLOP": 2, "DRAM MB": 1, "ncu µs": 1, "TFLOP/s": 1,
-                                               "% of compute roof": 1, "% of copy roof": 1,
-                                               "achieved occupancy %": 1})
+    out = out.set_index(["stage", "#"]).round({"GFLOP": 2, "DRAM MB": 1, "ncu µs": 1, "TFLOP/s": 1,
+                                              "% of compute roof": 1, "% of copy roof": 1,
+                                              "achieved occupancy %": 1})
+    out.attrs["caption"] = COPY_ROOF_NOTE
+    return out
+
+
+# what "% of copy roof" divides, and why it can pass 100 (09's kernel table says the same)
+COPY_ROOF_NOTE = ("% of copy roof: ncu's DRAM bytes per ncu µs, of the copy's TB/s. It can pass 100: a copy reads "
+                  "and writes the same bytes, and a kernel that mostly reads keeps DRAM reading, without turning "
+                  "round to write.")
 
 
 def _counters(recorded: dict) -> Counters:
