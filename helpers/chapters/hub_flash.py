@@ -3,8 +3,9 @@
 shared memory, occupancy and time, each computed from the two traces.
 
     from helpers import Session, hub
-    hf = hub.page(*Session().hub_flash())   # the trace, what it is, and why it is not live
-    hf.binaries(sdpa_flash_profile)         # each view of the page; nothing where the trace is missing
+    prof, status, loaded, missing = Session().hub_flash()
+    hf = hub.page(prof, status, loaded, missing)   # the trace, what it is, and why it is not live
+    hf.binaries(sdpa_flash_profile)   # each view of the page; nothing where the trace is missing
 
 Where neither a live run nor the selected replay set has the trace, the page shows one line
 (what is missing, and why) and every view below it shows nothing: no stand-in, no table comparing
