@@ -32,7 +32,7 @@ def test_one_line_says_what_is_missing_and_why(without_hub, capsys, monkeypatch)
     (prof, status, loaded, missing), _ = without_hub
     assert prof is None and missing and not loaded
     line = missing.line
-    assert "NVIDIA H100 80GB HBM3" in line and "no" in line.lower() and "compares nothing" in line
+    assert "NVIDIA H100 80GB HBM3" in line and "holds no trace" in line and "compares nothing" in line
     assert "could not load the kernel" in line                          # why
     assert "NVIDIA H200" in missing.where_else                          # where it is: the set that has it
     for raw in ("`", "git checkout", "tools/record.py", str(ROOT)):

@@ -325,4 +325,9 @@ BUGS = [
     dict(id="hub-ratio-inverted", file=HF, cls="ratio", chapter="04d",
          find='per forward ({gh / gs:.2f}×)', replace='per forward ({gs / gh:.2f}×)',
          shows="04d: the Hub kernel's time over SDPA's, inverted in the evidence", tests=CLAIMS_T + ["tests/test_hub.py"]),
+    dict(id="training-million-none", file=T, cls="sentence", chapter="11",
+         find='values["tr_wall_million"] = sentence_for(',
+         replace='values["tr_wall_million"] = (", ".join(past) or "none") if past is not None else sentence_for(',
+         shows="11 (H100 set): 'only none stays past a million tokens'",
+         tests=["tests/test_glue_variants.py", "tests/independent/test_ch11_raw.py"]),
 ]

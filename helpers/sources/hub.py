@@ -28,8 +28,8 @@ class Missing:
     @property
     def line(self) -> str:
         """The one line a reader sees: what is missing, and why."""
-        return (f"No trace of the Hub's FlashAttention-2 here: the {self.device} replay set has none (the "
-                f"machine that recorded it could not load the kernel), so this page compares nothing.")
+        return (f"No trace of the Hub's FlashAttention-2 here: the {self.device} replay set holds no trace of it "
+                f"(the machine that recorded it could not load the kernel), so this page compares nothing.")
 
     @property
     def where_else(self) -> str:

@@ -624,7 +624,9 @@ def glue_work(work: pd.DataFrame, kernels: pd.DataFrame | None = None) -> dict:
     values["tr_model_recomputed_gflop"] = first["model GFLOP, P recomputed (5)"]
     if kernels is not None and len(kernels):
         values |= _glue_limits(w, kernels, roof)
-    values = {k: _plain(v) for k, v in values.items()}
+    # a figure a stage has not (sdpa_math's tensor-pipe ratio: it runs no tensor instruction) is
+    # not glued: no sentence may read "nan"
+    values = {k: _plain(v) for k, v in values.items() if v is not None and not (isinstance(v, float) and v != v)}
     for k, v in values.items():
         glue(k, v)
     return values
