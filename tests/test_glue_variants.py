@@ -32,6 +32,8 @@ def fault(value) -> str | None:
     """Why `value` cannot stand in a sentence, or None."""
     if value is None:
         return "None"
+    if isinstance(getattr(value, "data", None), str):   # a sentence glued as Markdown ({glue:md})
+        value = value.data
     if isinstance(value, float) and value != value:
         return "nan"
     text = str(value)

@@ -43,6 +43,12 @@ def test_one_line_says_what_is_missing_and_why(without_hub, capsys, monkeypatch)
     assert len(shown) == 1 and isinstance(shown[0], HTML)
     summary = shown[0].data.split("<summary>", 1)[1].split("<span", 1)[0]
     assert summary.strip() == line.replace("'", "&#x27;")              # the one visible line
+    # the empty sections below it are hidden in the book: from the notebook's first section on
+    import json
+    cells = json.loads((ROOT / "notebooks" / "05b_hub_flash.ipynb").read_text())["cells"]
+    headings = [line for c in cells if c["cell_type"] == "markdown" for line in "".join(c["source"]).splitlines()
+                if line.startswith("## ")]
+    assert headings[0] == "## Guess first" and "section#guess-first ~ section" in shown[0].data
     assert hf.stand_in and hf.prof is None
 
 

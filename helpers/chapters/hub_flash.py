@@ -136,14 +136,22 @@ class HubFlash:
         return None if self.missing else prose.perfetto_note(self.prof)
 
 
+# Without the trace every section of the page (from its first, "Guess first", on: the notebook's
+# headings) would stand empty under its heading, its instructions pointing at nothing: in the
+# book they are hidden, with the page's contents list, so the page reads as its one line.
+HIDE_SECTIONS = ("<style>section#guess-first, section#guess-first ~ section, "
+                 ".bd-sidebar-secondary { display: none !important; }</style>")
+
+
 def page(prof, status: str, loaded: bool, missing=False) -> HubFlash:
     """The page's trace as a Session's `hub_flash()` hands it (the Profile or None, the Hub's
     status line, whether the kernel loaded here, `Missing` where there is no trace), as `HubFlash`.
     Where the trace is missing: one line saying what and why, the rest folded under it; where the
     kernel is not loaded here but its recording is: why the page is not live, folded likewise."""
-    from IPython.display import display
+    from IPython.display import HTML, display
     if missing:
-        display(not_live(missing.line, missing.where_else, "" if loaded else f"{status} {FIX}"))
+        note = not_live(missing.line, missing.where_else, "" if loaded else f"{status} {FIX}").data
+        display(HTML(note + HIDE_SECTIONS))
     elif not loaded:
         display(not_live("The Hub's FlashAttention-2 kernel is not loaded on this machine; the page "
                          "shows its recorded trace.", status, FIX))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from typing import Mapping
 
 import numpy as np
@@ -478,6 +479,18 @@ def memory_facts(memory: dict, forwards: Mapping[str, Profile] | None = None) ->
 FUSED_STAGES = FUSED   # the training stages that keep no S×S matrix (Stage.fused)
 
 
+# the glued values that are whole sentences, with a form for none, one, several and a tie: pasted
+# as Markdown ({glue:md}), their numbers bold as every glued number of the book, the words plain
+SENTENCES = frozenset({"tr_first_oom_sentence", "tr_fused_search_end", "tr_wall_million", "tr_ridge_sentence",
+                       "tr_furthest", "tr_fused_roofs"})
+
+
+def as_prose(text: str):
+    """A glued sentence as Markdown: each number in it bold."""
+    from IPython.display import Markdown
+    return Markdown(re.sub(r"(?<![\w.])(\d[\d,.]*\d|\d)(%?)", r"**\1\2**", text))
+
+
 def fused_cap_facts(memory: dict) -> dict:
     """How the fused stages' memory search ended, one sentence with a form for each case: every
     one stopped at the search's cap, some ran out of memory, every one ran out."""
@@ -544,7 +557,7 @@ def glue_training(profiles: Mapping[str, Profile], memory: dict, forwards: Mappi
     values["tr_line_pct"] = f"{LINE:.0%}"  # the one bound's line, as the timer table draws it
     values = {k: _plain(v) for k, v in values.items()}
     for k, v in values.items():
-        glue(k, v)
+        glue(k, as_prose(v) if k in SENTENCES else v)
     return values
 
 
@@ -628,7 +641,7 @@ def glue_work(work: pd.DataFrame, kernels: pd.DataFrame | None = None) -> dict:
     # not glued: no sentence may read "nan"
     values = {k: _plain(v) for k, v in values.items() if v is not None and not (isinstance(v, float) and v != v)}
     for k, v in values.items():
-        glue(k, v)
+        glue(k, as_prose(v) if k in SENTENCES else v)
     return values
 
 
