@@ -726,8 +726,8 @@ def _glue_limits(w: pd.DataFrame, kernels: pd.DataFrame, roof: dict) -> dict:
         reach = (f"reach {_span(pct_c)}% of the compute roof and {_span(pct_m)}% of the copy roof")
         values["tr_fused_roofs"] = sentence_for(
             bound, none=f"Neither roof holds the fused backwards: they {reach}, held back by latency",
-            one=f"Of the fused backwards a roof holds only {{name}}: they {reach}",
-            several=f"A roof holds {{names}} of the fused backwards: they {reach}",
+            one=f"Of the fused backwards, a roof holds only {{name}}'s: they {reach}",
+            several=f"Of the fused backwards, a roof holds those of {{names}}: they {reach}",
             every=f"A roof holds every fused backward: they {reach}", total=len(measured))
         values |= {"tr_fused_pct_compute_min": f"{min(pct_c):.0f}", "tr_fused_pct_compute_max": f"{max(pct_c):.0f}",
                    "tr_fused_pct_copy_min": f"{min(pct_m):.0f}", "tr_fused_pct_copy_max": f"{max(pct_m):.0f}"}
