@@ -252,8 +252,14 @@ def test_chapter_11_roofline_points_and_the_ridge_sentence(work):
     drawn = sorted(s.x0 for s in fig.layout.shapes if s.x0 == s.x1)
     assert drawn == pytest.approx(sorted([matmul / copy, fp32 / copy]))
     glued = training.glue_work(work)
-    right = [s for s, r in w.iterrows() if r["backward FLOP/byte"] > ridge]
-    assert glued["tr_right_of_ridge"] == ", ".join(right)
+    right = [s for s, r in w.iterrows() if r["backward FLOP/byte"] > ridge and s in training.TRAINING_FUSED]
+    sentence = glued["tr_ridge_sentence"]
+    for stage in training.TRAINING_FUSED:
+        at = sentence.index(f"{stage} (")
+        side = "right of it" if stage in right else "left of it"
+        assert side in sentence[at:], (stage, side, sentence)   # its group's place follows it
+        other = "left of it" if stage in right else "right of it"
+        assert other not in sentence[at:sentence.index(side, at)], (stage, sentence)
 
 
 # --- the closing table's verdicts (chapters 02–06c): each wired to the right profiles ------------
