@@ -262,8 +262,9 @@ BUGS = [
          find='xs = [d.get("forward FLOP/byte"), d.get("backward FLOP/byte")]',
          replace='xs = [d.get("backward FLOP/byte"), d.get("forward FLOP/byte")]',
          shows="11: the fwd/bwd roofline points swapped in x", tests=TRAIN_T),
-    dict(id="training-right-of-ridge", file=T, cls="compare", chapter="11",
-         find='fused = w[w["backward FLOP/byte"] > ridge]', replace='fused = w[w["backward FLOP/byte"] < ridge]',
+    # re-anchored (issue 38): the ridge sentence places each backward through core/wording.place
+    dict(id="training-right-of-ridge", file="helpers/core/wording.py", cls="compare", chapter="11",
+         find='side = "right of" if gap > 0 else "left of"', replace='side = "left of" if gap > 0 else "right of"',
          shows="11: 'right of the ridge' names the stages left of it", tests=TRAIN_S_T),
     dict(id="training-timer-ratio-inverted", file=T, cls="ratio", chapter="11",
          find='"step do_bench / profiler": round(p.do_bench_us / float(s["gpu_time_us"]), 2)',
