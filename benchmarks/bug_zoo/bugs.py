@@ -316,6 +316,11 @@ BUGS = [
          replace='parts.append(f"warps {d[\'layout\']}")',
          shows="06-11: cuDNN's kernel decoded as 'warps 4x1x1' for a 384-thread (12-warp) block",
          tests=[IND + "test_decoded_warps.py", "tests/test_kernel_names.py"]),
+    dict(id="compiled-online-one-pass", file=CO, cls="sentence", chapter="06b",
+         find="\"prepare_softmax_online\": \"the row's max and sum of exponentials, softmax's two statistics (the name \"",
+         replace="\"prepare_softmax_online\": \"the row's max and sum of exponentials in one pass (online softmax; the name \"",
+         shows="06b: the decoded name says max and sum 'in one pass' above a kernel that takes the max, then the sum",
+         tests=[IND + "test_softmax_online_words.py"] + CF_T),
     # --- torch.compile (06b), Flex (06c), a Hub kernel (04d) ------------------------------------------
     dict(id="compiled-fused-first", file=CO, cls="minmax", chapter="06b",
          find='return k.sort_values("dur_us").iloc[-1]', replace='return k.sort_values("dur_us").iloc[0]',
