@@ -302,8 +302,8 @@ BUGS = [
          shows="07: 'achieved / theoretical' reads 1.00 everywhere", tests=OCC_T),
     # --- issue 38: the driver's shared-memory carveout (07, calculator), cuDNN's layout field ----------
     dict(id="occ-pool-largest", file="helpers/occupancy/calculator.py", cls="stat", chapter="07",
-         find="smem_per_sm = driver_shared_memory(spec, min(smem_allocated, per_block_cap), other_blocks)",
-         replace="smem_per_sm = spec.shared_memory_per_sm",
+         find="else driver_shared_memory(spec, smem_allocated, other_blocks))",
+         replace="else spec.shared_memory_per_sm)",
          shows="07: 'shared memory allows 4 blocks, so the registers decide' (the SM's largest size, not the driver's pick)",
          tests=CALC_T + [IND + "test_ncu_occupancy_limits.py"]),
     dict(id="occ-configured-size-ignored", file="helpers/occupancy/calculator.py", cls="column", chapter="07",
@@ -321,6 +321,11 @@ BUGS = [
          replace="\"prepare_softmax_online\": \"the row's max and sum of exponentials in one pass (online softmax; the name \"",
          shows="06b: the decoded name says max and sum 'in one pass' above a kernel that takes the max, then the sum",
          tests=[IND + "test_softmax_online_words.py"] + CF_T),
+    dict(id="flops-fadd-fmul-dropped", file="helpers/core/quantities.py", cls="stat", chapter="09",
+         find="    return tensor_flops(table, factors) + fp32_flops(table, factors)",
+         replace="    return tensor_flops(table, factors) + ffma_flops(table, factors)",
+         shows="09: naive's scaling kernel (134 M FMULs) drawn as doing no FLOPs; the fused Triton kernel's fp32 FLOPs 38% short",
+         tests=[IND + "test_executed_flops_raw.py"] + ROOF_S_T),
     # --- torch.compile (06b), Flex (06c), a Hub kernel (04d) ------------------------------------------
     dict(id="compiled-fused-first", file=CO, cls="minmax", chapter="06b",
          find='return k.sort_values("dur_us").iloc[-1]', replace='return k.sort_values("dur_us").iloc[0]',

@@ -202,7 +202,7 @@ def points(c: Counters, roof: dict, times: pd.DataFrame | None = None,
         if keys is not None and key not in keys:
             continue
         shape = Shape.from_key(key)
-        tensor, ffma = float(q.tensor_flops(table, factors).sum()), float(q.ffma_flops(table, factors).sum())
+        tensor, ffma = float(q.tensor_flops(table, factors).sum()), float(q.fp32_flops(table, factors).sum())
         flops = tensor + ffma
         # the pipe that did most of the forward's FLOPs sets its compute roof (sdpa_math's fp32
         # matmuls run on the FMA units, not the tensor cores)

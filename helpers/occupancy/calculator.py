@@ -226,8 +226,10 @@ def occupancy(gpu, threads_per_block: int, registers_per_thread: int,
         if smem_per_sm < smem_allocated <= per_block_cap:
             smem_per_sm = _smallest_carveout_holding(spec, smem_allocated)
     else:
+        # a block that cannot launch leaves the SM as the header sees it: the largest size
         source = "driver"
-        smem_per_sm = driver_shared_memory(spec, min(smem_allocated, per_block_cap), other_blocks)
+        smem_per_sm = (spec.shared_memory_per_sm if smem_allocated > per_block_cap
+                       else driver_shared_memory(spec, smem_allocated, other_blocks))
     if smem_allocated > per_block_cap:
         smem_limit = 0
     else:

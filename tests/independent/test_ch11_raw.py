@@ -87,7 +87,8 @@ def test_the_fused_backwards_reach_neither_roof(raw, chapter):
         main = max(ks, key=lambda k: k["tensor"])
         assert g[f"tr_{stage}_bwd_mma"] == ("wgmma" if main["gmma"] > 0 else "mma.sync")
         assert g[f"tr_{stage}_bwd_occ"] == f"{main['occ']:.0f}"
-    assert g["tr_fused_left_of_ridge"] == ", ".join(left) == "sdpa_efficient, sdpa_flash"
+    # with FADD and FMUL counted (issue 38) flash's backward sits just right of the ridge
+    assert g["tr_fused_left_of_ridge"] == ", ".join(left) == "sdpa_efficient"
     assert g["tr_fused_pct_compute_min"] == f"{min(comp):.0f}" and g["tr_fused_pct_copy_max"] == f"{max(copy):.0f}"
     assert g["tr_sdpa_flash_bwd_mma"] == "mma.sync" and g["tr_sdpa_cudnn_bwd_mma"] == "wgmma"
 
@@ -180,7 +181,7 @@ def test_naives_flop_ratio_is_the_tensor_pipes_two_plus_the_softmaxs_ffma(raw, c
     assert g["tr_naive_tensor_ratio"] == round(t, 2) == 2.0
     assert g["tr_naive_fwd_ffma_gflop"] == round(ff / 1e9, 2) and g["tr_naive_bwd_ffma_gflop"] == round(fb / 1e9, 2)
     total = (sum(_raw.flops(k, raw["cal"]) for k in bwd) / sum(_raw.flops(k, raw["cal"]) for k in fwd))
-    assert g["tr_naive_flops_ratio"] == round(total, 2) == 1.88
+    assert g["tr_naive_flops_ratio"] == round(total, 2) == 1.85   # 1.88 before FADD and FMUL counted
 
 
 def test_the_steps_at_the_searchs_cap_took_what_the_ladder_says():

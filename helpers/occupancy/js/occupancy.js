@@ -241,7 +241,7 @@
         if (smemPerSm < smemAllocated && smemAllocated <= perBlockCap) smemPerSm = smallestCarveoutHolding(spec, smemAllocated);
       } else {
         source = "driver";
-        smemPerSm = driverSharedMemory(spec, Math.min(smemAllocated, perBlockCap), otherBlocks);
+        smemPerSm = smemAllocated > perBlockCap ? spec.sharedMemoryPerSm : driverSharedMemory(spec, smemAllocated, otherBlocks);
       }
       let smemLimit;
       if (smemAllocated > perBlockCap) smemLimit = 0;
