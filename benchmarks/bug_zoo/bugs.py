@@ -326,6 +326,11 @@ BUGS = [
          replace="    return tensor_flops(table, factors) + ffma_flops(table, factors)",
          shows="09: naive's scaling kernel (134 M FMULs) drawn as doing no FLOPs; the fused Triton kernel's fp32 FLOPs 38% short",
          tests=[IND + "test_executed_flops_raw.py"] + ROOF_S_T),
+    dict(id="roofline-subtitle-roof-source", file=R, cls="compare", chapter="09",
+         find='compute = ("compute roofs: ncu calibration matmuls" if roof["compute roof from"] == "ncu calibration"',
+         replace='compute = ("compute roofs: ncu calibration matmuls" if roof["compute roof from"] != "ncu calibration"',
+         shows="09: the chart's subtitle says its compute roof is do_bench's matmul over ncu's calibration roofs",
+         tests=[IND + "test_roofline_subtitle.py"]),
     # --- torch.compile (06b), Flex (06c), a Hub kernel (04d) ------------------------------------------
     dict(id="compiled-fused-first", file=CO, cls="minmax", chapter="06b",
          find='return k.sort_values("dur_us").iloc[-1]', replace='return k.sort_values("dur_us").iloc[0]',
