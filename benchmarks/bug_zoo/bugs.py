@@ -331,6 +331,11 @@ BUGS = [
          replace='compute = ("compute roofs: ncu calibration matmuls" if roof["compute roof from"] != "ncu calibration"',
          shows="09: the chart's subtitle says its compute roof is do_bench's matmul over ncu's calibration roofs",
          tests=[IND + "test_roofline_subtitle.py"]),
+    dict(id="claims-launch-note-column", file=C, cls="column", chapter="06",
+         find='theirs = float(split.loc[label, f"{other} µs"])',
+         replace='theirs = float(split.loc[label, "flash µs"])',
+         shows="06: 'the same cudaLaunchKernel takes 21.8 µs in sdpa_efficient's forward too' (flash's figure, not its 8.5)",
+         tests=[IND + "test_cudnn_launch_claim.py"] + CLAIMS_T),
     # --- torch.compile (06b), Flex (06c), a Hub kernel (04d) ------------------------------------------
     dict(id="compiled-fused-first", file=CO, cls="minmax", chapter="06b",
          find='return k.sort_values("dur_us").iloc[-1]', replace='return k.sort_values("dur_us").iloc[0]',
