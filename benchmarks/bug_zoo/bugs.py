@@ -336,6 +336,11 @@ BUGS = [
          replace='theirs = float(split.loc[label, "flash µs"])',
          shows="06: 'the same cudaLaunchKernel takes 21.8 µs in sdpa_efficient's forward too' (flash's figure, not its 8.5)",
          tests=[IND + "test_cudnn_launch_claim.py"] + CLAIMS_T),
+    dict(id="own-split-k-launches-as-names", file=O, cls="stat", chapter="10",
+         find='"split_k": sum(1 for n in new if "splitK" in n),',
+         replace='"split_k": sum(c for n, c in new.items() if "splitK" in n),',
+         shows="10: '8 of those new names' beside 7 new names (launches counted where names are)",
+         tests=[IND + "test_own_model_counts.py"] + OWN_T),
     # --- torch.compile (06b), Flex (06c), a Hub kernel (04d) ------------------------------------------
     dict(id="compiled-fused-first", file=CO, cls="minmax", chapter="06b",
          find='return k.sort_values("dur_us").iloc[-1]', replace='return k.sort_values("dur_us").iloc[0]',
