@@ -341,6 +341,11 @@ BUGS = [
          replace='"split_k": sum(c for n, c in new.items() if "splitK" in n),',
          shows="10: '8 of those new names' beside 7 new names (launches counted where names are)",
          tests=[IND + "test_own_model_counts.py"] + OWN_T),
+    dict(id="occ-low-events-as-kernels", file=OL, cls="column", chapter="07",
+         find='"stage": stage, "GPU events": int(prof.summary()["gpu_events"]),',
+         replace='"stage": stage, "GPU events": int(prof.summary()["kernels"]),',
+         shows="07: the low-occupancy table counts naive's 5 kernels beside the time of its 7 GPU events",
+         tests=OCC_S_T),
     # --- torch.compile (06b), Flex (06c), a Hub kernel (04d) ------------------------------------------
     dict(id="compiled-fused-first", file=CO, cls="minmax", chapter="06b",
          find='return k.sort_values("dur_us").iloc[-1]', replace='return k.sort_values("dur_us").iloc[0]',

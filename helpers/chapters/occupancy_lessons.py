@@ -340,7 +340,8 @@ def low_occupancy(profiles: dict[str, Profile], stages=stages_where(ncu_swept=Tr
         s = steps(c["spec"], c["threads"], c["registers"], c["smem"])
         gpu_us = float(prof.summary()["gpu_time_us"])
         rows.append({
-            "stage": stage, "kernels": int(prof.summary()["kernels"]),
+            # the count the time beside it sums: every GPU event (kernels, memcpy, memset)
+            "stage": stage, "GPU events": int(prof.summary()["gpu_events"]),
             "GPU µs per forward": round(gpu_us, 1),
             "model TFLOP/s": round(q.model_tflops(prof.shape, gpu_us), 1),
             "longest kernel": c["summary"], "its occupancy %": round(s["occupancy_pct"], 1),
