@@ -208,6 +208,22 @@ def decides(s: dict) -> str:
     return f"{words[0]} decide" if len(words) == 1 else f"{_and(words)} tie"
 
 
+def smem_clause(s: dict) -> str:
+    """The shared memory the SM is set up with for the kernel, against the SM's largest, in words
+    (the clause after "the driver picks how much shared memory to set the SM up with:")."""
+    source = ("as Nsight Compute recorded it for this launch" if s["smem_source"] == "configured"
+              else "modelled as the smallest size holding the blocks the other limits allow: no "
+                   "Nsight Compute record of this launch")
+    fits = ("no limit" if s["blocks_by_smem"] is None
+            else f"room for {_plural(s['blocks_by_smem'], 'block')} of {s['smem_per_block_alloc']:,} B")
+    if s["smem_per_sm"] >= s["smem_largest"]:
+        return f"the SM's largest, {s['smem_per_sm']:,} B ({source}), {fits}"
+    largest = ("" if s["blocks_by_largest"] is None
+               else f", where the largest would hold {_plural(s['blocks_by_largest'], 'block')}")
+    return (f"{s['smem_per_sm']:,} B ({source}), not the SM's largest {s['smem_largest']:,} B: "
+            f"{fits}{largest}")
+
+
 def glue_kernel(prefix: str, prof: Profile, counters: Counters | None = None) -> dict:
     """Glue one stage kernel's figures as ``<prefix>_<name>`` for the prose; with `counters`, the
     shared memory per SM is what the driver configured for the launch (ncu)."""
@@ -235,8 +251,9 @@ def glue_kernel(prefix: str, prof: Profile, counters: Counters | None = None) ->
         "alloc_unit": s["alloc_unit"], "reserve": f"{s['reserve']:,}",
         "smem_per_sm": f"{s['smem_per_sm']:,}", "block_slots": s["block_slots"],
         "smem_largest": f"{s['smem_largest']:,}", "decides": decides(s),
-        "smem_pool_source": "the driver configured for this launch (ncu recorded it)"
-        if s["smem_source"] == "configured" else "the driver's pick, modelled",
+        "smem_pool_source": "as Nsight Compute recorded it for this launch"
+        if s["smem_source"] == "configured" else "modelled: no Nsight Compute record of this launch",
+        "smem_clause": smem_clause(s),
         "blocks_by_largest_text": "no limit" if s["blocks_by_largest"] is None
         else _plural(s["blocks_by_largest"], "block"),
     }
