@@ -24,7 +24,7 @@ writes on every kernel event of a PyTorch profiler trace.
 
 With no preference CUDA's header assumes the largest size, but the driver configures less: on
 the recorded H200 and H100 kernels it never configured less than the modelled size and sometimes
-more (FlashAttention-2's forward: 135,168 B where 102,400 B hold its two blocks; ncu records it).
+more (FlashAttention-2's forward got the next size up from the one that holds its two blocks).
 Any size from the modelled one up holds the blocks the other limits allow, so the number of
 active blocks is the same for all of them; only whether shared memory ties as a limiter can
 change, and where ncu recorded the size, passing it settles that.
