@@ -211,9 +211,9 @@ def decides(s: dict) -> str:
 def smem_clause(s: dict) -> str:
     """The shared memory the SM is set up with for the kernel, against the SM's largest, in words
     (the clause after "the driver picks how much shared memory to set the SM up with:")."""
-    source = ("as Nsight Compute recorded it for this launch" if s["smem_source"] == "configured"
+    source = ("the configured size recorded for this launch" if s["smem_source"] == "configured"
               else "modelled as the smallest size holding the blocks the other limits allow: no "
-                   "Nsight Compute record of this launch")
+                   "recorded configuration of this launch")
     fits = ("no limit" if s["blocks_by_smem"] is None
             else f"room for {_plural(s['blocks_by_smem'], 'block')} of {s['smem_per_block_alloc']:,} B")
     if s["smem_per_sm"] >= s["smem_largest"]:
@@ -251,8 +251,8 @@ def glue_kernel(prefix: str, prof: Profile, counters: Counters | None = None) ->
         "alloc_unit": s["alloc_unit"], "reserve": f"{s['reserve']:,}",
         "smem_per_sm": f"{s['smem_per_sm']:,}", "block_slots": s["block_slots"],
         "smem_largest": f"{s['smem_largest']:,}", "decides": decides(s),
-        "smem_pool_source": "as Nsight Compute recorded it for this launch"
-        if s["smem_source"] == "configured" else "modelled: no Nsight Compute record of this launch",
+        "smem_pool_source": "the configured size recorded for this launch"
+        if s["smem_source"] == "configured" else "modelled: no recorded configuration of this launch",
         "smem_clause": smem_clause(s),
         "blocks_by_largest_text": "no limit" if s["blocks_by_largest"] is None
         else _plural(s["blocks_by_largest"], "block"),

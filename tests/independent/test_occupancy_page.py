@@ -63,7 +63,7 @@ def test_glue_kernel(name, stage, profiles, hw):
               ("registers", "shared memory"): "the registers and the shared memory tie"}
     assert g["decides"] == clause[tuple(o["limiters"])]
     blocks = f"{o['blocks_by_smem']} block" + ("" if o["blocks_by_smem"] == 1 else "s")
-    assert g["smem_clause"].startswith((f"{o['pool']:,} B (as Nsight Compute", f"the SM's largest, {o['pool']:,} B"))
+    assert g["smem_clause"].startswith((f"{o['pool']:,} B (the configured size recorded", f"the SM's largest, {o['pool']:,} B"))
     assert f"room for {blocks} of {o['smem_given']:,} B" in g["smem_clause"]
     num = lambda v: float(str(v).replace(",", ""))  # noqa: E731
     assert (g["threads"], g["registers"], num(g["smem"])) == (threads, regs, smem)
