@@ -200,13 +200,13 @@ def wired_glue(name: str) -> dict[str, object]:
         add("flex_", flex.glue_widest(flex.widest(runs, sweep)))
     elif name == "07_occupancy":
         p = s.load_stages(lessons.STAGES)
-        add("flash_", lessons.glue_kernel("flash", p["sdpa_flash"]))
-        add("cudnn_", lessons.glue_kernel("cudnn", p["sdpa_cudnn"]))
+        hw = s.counters(lessons.STAGES, quiet=True)   # the page's: the driver's configured shared memory
+        add("flash_", lessons.glue_kernel("flash", p["sdpa_flash"], hw))
+        add("cudnn_", lessons.glue_kernel("cudnn", p["sdpa_cudnn"], hw))
         add("low_", lessons.glue_low_occupancy(p))
         add("zero_", lessons.glue_cupti_zero(lessons.cupti_zero(p), lessons.spec_of(p["sdpa_cudnn"])))
         events, provenance, _ = s.smem_cliff()
         add("cliff_", lessons.glue_smem_cliff(lessons.smem_cliff(events, provenance)))
-        hw = s.counters(lessons.STAGES, quiet=True)
         add("truth_", truth.glue_truth(truth.occupancy_truth(hw, s.forwards(hw, p))))
     elif name == "08_at_a_glance":
         add("timer_", prose.glue_timer(s.stages(s.closing_stages())))

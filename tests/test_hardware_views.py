@@ -32,6 +32,8 @@ ROOFLINE_STAGES = list(stages_where(has_ncu=True, variant_of=None, dispatched=Fa
 CEILINGS = json.loads((ROOT / "notebooks" / "traces" / "h200" / "ceilings.json").read_text())
 TENSOR = "sm__ops_path_tensor_src_bf16_dst_fp32.sum"
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+# fp32 adds and multiplies: one FLOP each per thread-instruction
+ADDMUL = ("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum")
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +82,8 @@ def raw_copies(stage: str, shape: Shape) -> tuple[float, float]:
 
 def raw_point(stage: str, shape: Shape = DEFAULT_SHAPE, copies: bool = False) -> dict:
     rows, units = raw_csv(stage, shape)
-    flops = sum(number(r[TENSOR]) * raw_factor(TENSOR) + number(r[FFMA]) * raw_factor(FFMA) for r in rows)
+    flops = sum(number(r[TENSOR]) * raw_factor(TENSOR) + number(r[FFMA]) * raw_factor(FFMA)
+                + sum(number(r[c]) for c in ADDMUL) for r in rows)
     moved = sum(base(r, units, "dram__bytes_read.sum") + base(r, units, "dram__bytes_write.sum") for r in rows)
     ns = sum(base(r, units, "gpu__time_duration.sum") for r in rows)
     if copies:  # the forward as chapter 5 counts it: its copies' bytes and time on top of the kernels'

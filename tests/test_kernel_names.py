@@ -256,7 +256,8 @@ def test_cudnn_sdpa():
     d = k.details
     assert (d["algorithm"], d["direction"], d["mma"], d["precision_token"], d["knob"]) == (
         "flash", "fprop", "wgmma", "f16", 7)
-    assert (d["warp_layout"], d["cluster"]) == ("4x1x1", "1x1x1")
+    assert (d["layout"], d["cluster"]) == ("4x1x1", "1x1x1")
+    assert "warp_layout" not in d   # the field is no warp count: the launch is 12 warps
 
 
 @pytest.mark.parametrize("name, arch, mma, direction", [
@@ -815,7 +816,7 @@ def test_cudnn_names_of_the_recorded_training_step():
     k = decode(CUDNN_BWD)
     assert fields(k) == ("attention", "cuDNN", "attention backward", "16-bit", TENSOR_CORES, "sm90", "64x64x64")
     d = k.details
-    assert (d["direction"], d["direction_words"], d["knob"], d["warp_layout"], d["cluster"]) == (
+    assert (d["direction"], d["direction_words"], d["knob"], d["layout"], d["cluster"]) == (
         "bprop", "backward", 26, "1x4x1", "1x1x1")
     assert (d["kernel_index"], d["suffix"], d["other_tokens"]) == ("0", "0", ["fort", "native"])
     assert d["mma_words"].startswith("wgmma") and "other_dims" not in d
@@ -829,7 +830,7 @@ def test_cudnn_names_of_the_recorded_training_step():
 
 def test_cudnn_suffixes_extra_dims_and_a_knob_without_its_number():
     k = decode("cudnn_generated_fort_native_sdpa_sm100_flash_bprop_umma_f16_knob_2_128x128x64_2x1x1_1x1x1_cga1x1x1_kernel3_0_x")
-    assert (k.tile, k.details["warp_layout"], k.details["other_dims"]) == ("128x128x64", "2x1x1", ["1x1x1"])
+    assert (k.tile, k.details["layout"], k.details["other_dims"]) == ("128x128x64", "2x1x1", ["1x1x1"])
     assert (k.details["kernel_index"], k.details["suffix"]) == ("3", "0_x")
     cut = decode("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob")  # cut after "knob"
     assert "knob" not in cut.details and cut.details["other_tokens"][-1] == "knob"
@@ -1133,15 +1134,15 @@ def test_cublas_legacy_every_shown_field(name, fields_, details, summary):
 
 
 def test_cudnn_every_shown_field():
-    # cudnn_generated_fort_native_ sdpa sm90 flash fprop wgmma f16 knob_7 <tile> <warps> cga<cluster> kernel0_0
+    # cudnn_generated_fort_native_ sdpa sm90 flash fprop wgmma f16 knob_7 <tile> <layout> cga<cluster> kernel0_0
     k = decode(CUDNN)
     assert k.details == {
         "other_tokens": ["fort", "native"], "operation": "sdpa (scaled dot-product attention)", "algorithm": "flash",
         "direction": "fprop", "direction_words": "forward", "mma": "wgmma", "mma_words": "wgmma (Hopper warpgroup MMA)",
         "precision_token": "f16", "knob": 7, "cluster": "1x1x1", "kernel_index": "0", "suffix": "0",
-        "warp_layout": "4x1x1"}
-    assert k.summary == ("cuDNN SDPA, flash, forward, wgmma, sm90, knob 7, 64x128x64 tile, warps 4x1x1, "
-                         "cluster 1x1x1")
+        "layout": "4x1x1"}
+    assert k.summary == ("cuDNN SDPA, flash, forward, wgmma, sm90, knob 7, 64x128x64 tile, "
+                         "layout 4x1x1 (not the warp count), cluster 1x1x1")
     # cut right after the knob's number: the knob is still read
     assert decode("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7").details["knob"] == 7
     # cut before the direction: attention with no direction

@@ -179,7 +179,7 @@ def test_carveout_and_opt_in_never_lower_occupancy(cap):
         per_carveout = [occupancy(cap, 128, 32, s, carveout=c).active_blocks
                         for c in range(0, 101)]
         assert all(a <= b for a, b in zip(per_carveout, per_carveout[1:])), s
-        # no preference means the most shared memory, the same as 100%
+        # no preference: the driver's pick holds as many blocks as the most shared memory (100%)
         assert occupancy(cap, 128, 32, s).active_blocks == per_carveout[-1]
         assert (occupancy(cap, 128, 32, s, shared_memory_limit="opt-in").active_blocks
                 >= occupancy(cap, 128, 32, s, shared_memory_limit="default").active_blocks)
@@ -191,8 +191,10 @@ def test_no_registers_and_no_shared_memory_are_unlimited():
     assert r.block_limits["shared_memory"] == UNLIMITED
     # from Ampere on the driver's 1 KiB makes even a block with no shared memory count
     a100 = gpu_spec("8.0")
-    assert occupancy("8.0", 128, 0, 0).block_limits["shared_memory"] == (
+    assert occupancy("8.0", 128, 0, 0, carveout=100).block_limits["shared_memory"] == (
         a100.shared_memory_per_sm // a100.reserved_shared_memory_per_block)
+    # with no preference the driver's pick holds the 16 blocks the warp slots allow, no more
+    assert occupancy("8.0", 128, 0, 0).block_limits["shared_memory"] == 16
 
 
 def test_product_and_capability_agree():

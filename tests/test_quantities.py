@@ -34,6 +34,10 @@ def test_the_functions_against_hand_worked_figures():
                           q.FFMA: [0.0, 50.0, 10.0], "dram_bytes": [10.0, 20.0, 0.0], "time_ns": [1e3, 2e3, 3e3]})
     factors = {"sm__ops_path_tensor_src_bf16_dst_fp32.sum": 1.0, q.FFMA: 2.0}
     assert list(q.executed_flops(table, factors)) == [100.0, 100.0, 30.0]
+    # FADD and FMUL: one FLOP per thread-instruction, on the fp32 side
+    more = table.assign(**{q.FADD: [0.0, 4.0, 0.0], q.FMUL: [0.0, 0.0, 30.0]})
+    assert list(q.executed_flops(more, factors)) == [100.0, 104.0, 60.0]
+    assert list(q.pipe_of(more, factors)) == [q.TENSOR_PIPE, q.FFMA_PIPE, q.FFMA_PIPE]
     assert list(q.pipe_of(table, factors)) == [q.TENSOR_PIPE, q.FFMA_PIPE, q.FFMA_PIPE]
     assert q.forward_dram_bytes(table, 5.0) == 35.0 and q.ncu_seconds(table, 1e-6) == pytest.approx(7e-6)
     # 100 TFLOP/s and 1 TB/s against roofs of 200 and 4: half the compute roof, a quarter of the copy's

@@ -3,7 +3,7 @@ with a verdict, "holds" or "differs: ...", for whatever GPU the trace comes from
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -280,11 +280,40 @@ def cpu_difference(lighter: Profile, heavier: Profile, top: int = 3) -> str:
             + "; ".join(shown))
 
 
-def glue_cpu_split(cudnn: Profile, flash: Profile, prefix: str = "cpu_split") -> dict:
+def launch_note(split: pd.DataFrame, others: Sequence[str]) -> str:
+    """What the trace says of the launch calls' cost, beyond cuDNN's and flash's: for each launch
+    call flash makes, what the same call costs each other backend of `split` (columns
+    ``<name> µs``). The call's name sets no price when the same call costs another backend a
+    different time; where no other backend makes the call the trace cannot tell the two apart."""
+    said = []
+    for label in split.index:
+        if not label.startswith("launch: ") or split.loc[label, "flash µs"] <= 0:
+            continue
+        call, mine = label.split(": ", 1)[1], float(split.loc[label, "flash µs"])
+        for other in others:
+            theirs = float(split.loc[label, f"{other} µs"])
+            if theirs <= 0:
+                continue
+            if abs(theirs - mine) > 0.25 * mine:
+                said.append(f"the same {call} takes {theirs:.1f} µs in {other}'s forward against "
+                            f"{mine:.1f} µs in flash's, so the launch API does not set the cost by itself")
+            else:
+                said.append(f"the same {call} takes {theirs:.1f} µs in {other}'s forward too, close to "
+                            f"flash's {mine:.1f} µs")
+    if not said:
+        return ("no other backend here launches through the same call, so the trace cannot say whether "
+                "the API or the call's circumstances set its cost")
+    return "; ".join(said)
+
+
+def glue_cpu_split(cudnn: Profile, flash: Profile, prefix: str = "cpu_split",
+                   others: Mapping[str, Profile] | None = None) -> dict:
     """Glue what chapter 6 says about the CPU split (`cpu_time_split`'s rows) as `<prefix>_<name>`:
-    the gap and its largest rows, the launch calls, the backend's own op and the transposes."""
+    the gap and its largest rows, the launch calls (and, with `others`, what the same calls cost
+    the other backends), the backend's own op and the transposes."""
     from ..views.prose import glue
-    split = cpu_time_split({"cudnn": cudnn, "flash": flash})
+    others = {k: v for k, v in (others or {}).items() if v is not None and v is not cudnn and v is not flash}
+    split = cpu_time_split({"cudnn": cudnn, "flash": flash, **others})
     row = lambda label, who: float(split.loc[label, f"{who} µs"]) if label in split.index else 0.0  # noqa: E731
     launches = lambda who: " and ".join(  # noqa: E731
         f"{i.split(': ')[1]} ({split.loc[i, f'{who} µs']:.1f} µs)" for i in split.index
@@ -296,6 +325,7 @@ def glue_cpu_split(cudnn: Profile, flash: Profile, prefix: str = "cpu_split") ->
                        if op["cudnn"] <= op["flash"] else
                        "cuDNN's own op is the heavier one, where its engine prepares the plan"),
               "cudnn_launch": launches("cudnn"), "flash_launch": launches("flash"),
+              "launch_note": launch_note(split, list(others)),
               "cudnn_op_us": f"{op['cudnn']:.1f}", "flash_op_us": f"{op['flash']:.1f}",
               "flash_transposes_us": f"{row('transposes (views)', 'flash'):.1f}",
               "cudnn_transposes_us": f"{row('transposes (views)', 'cudnn'):.1f}"}

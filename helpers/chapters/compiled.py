@@ -23,7 +23,9 @@ OP_MEANINGS = {
     "mul": "* scale: the scaling of the scores",
     "masked_fill": ".masked_fill(mask, -inf): the causal mask",
     "_softmax": "torch.softmax: the softmax these ops decompose",
-    "prepare_softmax_online": "the row's max and sum of exponentials in one pass (online softmax)",
+    "prepare_softmax_online": "the row's max and sum of exponentials, softmax's two statistics (the name "
+                              "is online softmax's: a looping kernel keeps a running max and rescales its "
+                              "sum; a persistent one holds the row in registers, takes the max, then the sum)",
     "amax": "the row's maximum (softmax, subtracted for stability)",
     "sub": "x - max: softmax's shift by the row maximum",
     "exp": "exp(x - max): softmax's numerator",

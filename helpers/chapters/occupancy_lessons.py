@@ -27,6 +27,7 @@ from ..occupancy.charts import limiter_label, spec_of
 from ..occupancy.drawing import draw_result
 from ..occupancy.drawing import to_html as sm_html
 from ..occupancy.gpus import KiB, GPUSpec, gpu_spec
+from ..counters.chapter import Counters
 
 
 # the stages whose kernels this page reads, in the book's order
@@ -66,8 +67,25 @@ def main_kernel(prof: Profile) -> pd.Series:
     return k.loc[k["dur_us"].idxmax()]
 
 
-def config(prof: Profile, kernel: pd.Series | None = None) -> dict:
-    """The launch values of one traced kernel, and the GPU they ran on."""
+def configured_smem(prof: Profile, k: pd.Series, counters: Counters | None) -> int | None:
+    """The per-SM shared memory the driver configured for this kernel's launch, as Nsight Compute
+    recorded it (``launch__shared_mem_config_size``): from `counters` read on the trace's GPU at
+    its shape, the kernel matched on block size, registers and grid; None where not recorded."""
+    if counters is None or counters.gpu != prof.provenance.gpu:
+        return None
+    if (prof.stage, prof.shape.key) not in counters.kernels:
+        return None
+    rows = counters.stage(prof.stage, prof.shape)
+    same = rows[(rows["threads"] == int(k["threads_per_block"]))
+                & (rows["registers"] == int(k["registers_per_thread"]))
+                & (rows["grid_blocks"] == int(k["grid_blocks"]))]
+    sizes = {int(round(v)) for v in same["shared_memory_config"]}
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def config(prof: Profile, kernel: pd.Series | None = None, counters: Counters | None = None) -> dict:
+    """The launch values of one traced kernel, and the GPU they ran on; with `counters` (a
+    Session's ``counters(STAGES)``), the shared memory the driver configured for it."""
     k = main_kernel(prof) if kernel is None else kernel
     spec = spec_of(prof)
     return {"spec": spec, "name": k["name"], "threads": int(k["threads_per_block"]),
@@ -75,12 +93,14 @@ def config(prof: Profile, kernel: pd.Series | None = None) -> dict:
             "grid_blocks": int(k["grid_blocks"]), "block": k["block"], "grid": k["grid"],
             "cupti_pct": None if pd.isna(k["est_occupancy_pct"]) else int(k["est_occupancy_pct"]),
             "launched_by": k["launched_by"], "dur_us": float(k["dur_us"]),
-            "sm_count": int(prof.provenance.sm_count), "summary": k["summary"]}
+            "sm_count": int(prof.provenance.sm_count), "summary": k["summary"],
+            "smem_config": configured_smem(prof, k, counters)}
 
 
-def result_of(prof: Profile, **kwargs) -> Occupancy:
-    c = config(prof)
-    return occupancy(c["spec"], c["threads"], c["registers"], c["smem"], **kwargs)
+def result_of(prof: Profile, counters: Counters | None = None, **kwargs) -> Occupancy:
+    c = config(prof, counters=counters)
+    return occupancy(c["spec"], c["threads"], c["registers"], c["smem"],
+                     shared_memory_config=c["smem_config"], **kwargs)
 
 
 # --------------------------------------------------------------------------------- arithmetic
@@ -89,8 +109,10 @@ def _round_up(x: int, unit: int) -> int:
     return -(-x // unit) * unit
 
 
-def steps(spec: GPUSpec, threads: int, registers: int, smem: int) -> dict:
-    """The calculator's arithmetic spelled out, each step a number; checked against occupancy()."""
+def steps(spec: GPUSpec, threads: int, registers: int, smem: int,
+          smem_config: int | None = None) -> dict:
+    """The calculator's arithmetic spelled out, each step a number; checked against occupancy().
+    `smem_config`: the shared memory the driver configured per SM (ncu), else the model's."""
     wpb = -(-threads // spec.warp_size)
     regs_warp_raw = registers * spec.warp_size
     regs_warp = _round_up(regs_warp_raw, spec.register_allocation_unit)
@@ -99,8 +121,9 @@ def steps(spec: GPUSpec, threads: int, registers: int, smem: int) -> dict:
     warps_by_regs = None if warps_per_sub is None else warps_per_sub * spec.sm_subpartitions
     smem_alloc = _round_up(smem + spec.reserved_shared_memory_per_block,
                            spec.shared_memory_allocation_unit)
-    r = occupancy(spec, threads, registers, smem)
+    r = occupancy(spec, threads, registers, smem, shared_memory_config=smem_config)
     blocks_by = {k: (None if v == UNLIMITED else v) for k, v in r.block_limits.items()}
+    others = min(v for k, v in r.block_limits.items() if k != "shared_memory")
     out = {
         "gpu": spec.name, "threads": threads, "registers": registers, "smem": smem,
         "warp_size": spec.warp_size, "warps_per_block": wpb,
@@ -112,9 +135,13 @@ def steps(spec: GPUSpec, threads: int, registers: int, smem: int) -> dict:
         "blocks_by_warps": blocks_by["warps"], "reserve": spec.reserved_shared_memory_per_block,
         "smem_alloc_unit": spec.shared_memory_allocation_unit, "smem_per_block_alloc": smem_alloc,
         "smem_per_sm": r.shared_memory_per_sm, "blocks_by_smem": blocks_by["shared_memory"],
+        "smem_source": r.shared_memory_source, "smem_largest": spec.shared_memory_per_sm,
+        "blocks_by_others": others,
+        "blocks_by_largest": (spec.shared_memory_per_sm // smem_alloc) if smem_alloc else None,
         "block_slots": spec.max_blocks_per_sm, "active_blocks": r.active_blocks,
         "active_warps": r.active_warps, "occupancy_pct": r.occupancy_pct,
-        "limiter": limiter_label(r), "regs_in_use": r.active_blocks * r.registers_per_block,
+        "limiter": limiter_label(r), "limiters": set(r.limiters),
+        "regs_in_use": r.active_blocks * r.registers_per_block,
         "regs_in_use_pct": 100 * r.utilization["registers"],
         "smem_in_use_pct": 100 * r.utilization["shared_memory"]}
     # the spelled-out steps must land where the calculator lands
@@ -125,10 +152,19 @@ def steps(spec: GPUSpec, threads: int, registers: int, smem: int) -> dict:
     return out
 
 
-def arithmetic(prof: Profile) -> pd.DataFrame:
-    """The occupancy of the stage's main kernel, worked out one line at a time."""
-    c = config(prof)
-    s = steps(c["spec"], c["threads"], c["registers"], c["smem"])
+def pool_words(s: dict) -> str:
+    """Where the SM's shared memory for this kernel comes from, in words (the arithmetic column)."""
+    if s["smem_source"] == "configured":
+        return "what the driver configured for this launch (ncu's launch__shared_mem_config_size)"
+    return (f"the smallest size the SM supports holding the {_plural(s['blocks_by_others'], 'block')} "
+            f"the other limits allow (the driver's pick, modelled: no ncu record of this launch)")
+
+
+def arithmetic(prof: Profile, counters: Counters | None = None) -> pd.DataFrame:
+    """The occupancy of the stage's main kernel, worked out one line at a time; the shared memory
+    per SM is what the driver configured where `counters` recorded it."""
+    c = config(prof, counters=counters)
+    s = steps(c["spec"], c["threads"], c["registers"], c["smem"], c["smem_config"])
     rows = [
         ("threads per block (the trace's block " + " × ".join(map(str, c["block"])) + ")",
          "", s["threads"]),
@@ -149,6 +185,7 @@ def arithmetic(prof: Profile) -> pd.DataFrame:
         ("shared memory per block (the trace)", "", s["smem"]),
         ("shared memory a block is given", f"{s['smem']:,} + {s['reserve']:,} reserved, rounded up "
          f"to {s['smem_alloc_unit']}", s["smem_per_block_alloc"]),
+        ("shared memory the SM is set up with for it", pool_words(s), s["smem_per_sm"]),
         ("→ blocks the shared memory allows", f"⌊{s['smem_per_sm']:,} / "
          f"{s['smem_per_block_alloc']:,}⌋", s["blocks_by_smem"]),
         ("→ blocks the block slots allow", "", s["block_slots"]),
@@ -161,10 +198,37 @@ def arithmetic(prof: Profile) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["step", "arithmetic", c["spec"].name]).set_index("step")
 
 
-def glue_kernel(prefix: str, prof: Profile) -> dict:
-    """Glue one stage kernel's figures as ``<prefix>_<name>`` for the prose."""
-    c = config(prof)
-    s = steps(c["spec"], c["threads"], c["registers"], c["smem"])
+def decides(s: dict) -> str:
+    """Which limit decides, as a clause: "the registers decide", "the registers and the shared
+    memory tie", from the limiter set of the steps."""
+    names = {"warps": "the warp slots", "registers": "the registers",
+             "shared_memory": "the shared memory", "blocks": "the block slots"}
+    r = s["limiters"]
+    words = [names[k] for k in ("warps", "registers", "shared_memory", "blocks") if k in r]
+    return f"{words[0]} decide" if len(words) == 1 else f"{_and(words)} tie"
+
+
+def smem_clause(s: dict) -> str:
+    """The shared memory the SM is set up with for the kernel, against the SM's largest, in words
+    (the clause after "the driver picks how much shared memory to set the SM up with:")."""
+    source = ("the configured size recorded for this launch" if s["smem_source"] == "configured"
+              else "modelled as the smallest size holding the blocks the other limits allow: no "
+                   "recorded configuration of this launch")
+    fits = ("no limit" if s["blocks_by_smem"] is None
+            else f"room for {_plural(s['blocks_by_smem'], 'block')} of {s['smem_per_block_alloc']:,} B")
+    if s["smem_per_sm"] >= s["smem_largest"]:
+        return f"the SM's largest, {s['smem_per_sm']:,} B ({source}), {fits}"
+    largest = ("" if s["blocks_by_largest"] is None
+               else f", where the largest would hold {_plural(s['blocks_by_largest'], 'block')}")
+    return (f"{s['smem_per_sm']:,} B ({source}), not the SM's largest {s['smem_largest']:,} B: "
+            f"{fits}{largest}")
+
+
+def glue_kernel(prefix: str, prof: Profile, counters: Counters | None = None) -> dict:
+    """Glue one stage kernel's figures as ``<prefix>_<name>`` for the prose; with `counters`, the
+    shared memory per SM is what the driver configured for the launch (ncu)."""
+    c = config(prof, counters=counters)
+    s = steps(c["spec"], c["threads"], c["registers"], c["smem"], c["smem_config"])
     shape = prof.shape
     tflops = q.model_tflops(shape, c["dur_us"])   # the ledger's model TFLOP/s
     values = {
@@ -186,6 +250,12 @@ def glue_kernel(prefix: str, prof: Profile) -> dict:
         "regs_per_sub": f"{s['regs_per_subpartition']:,}", "subpartitions": s["subpartitions"],
         "alloc_unit": s["alloc_unit"], "reserve": f"{s['reserve']:,}",
         "smem_per_sm": f"{s['smem_per_sm']:,}", "block_slots": s["block_slots"],
+        "smem_largest": f"{s['smem_largest']:,}", "decides": decides(s),
+        "smem_pool_source": "the configured size recorded for this launch"
+        if s["smem_source"] == "configured" else "modelled: no recorded configuration of this launch",
+        "smem_clause": smem_clause(s),
+        "blocks_by_largest_text": "no limit" if s["blocks_by_largest"] is None
+        else _plural(s["blocks_by_largest"], "block"),
     }
     return _glue_all(prefix, values)
 
@@ -287,7 +357,8 @@ def low_occupancy(profiles: dict[str, Profile], stages=stages_where(ncu_swept=Tr
         s = steps(c["spec"], c["threads"], c["registers"], c["smem"])
         gpu_us = float(prof.summary()["gpu_time_us"])
         rows.append({
-            "stage": stage, "kernels": int(prof.summary()["kernels"]),
+            # the count the time beside it sums: every GPU event (kernels, memcpy, memset)
+            "stage": stage, "GPU events": int(prof.summary()["gpu_events"]),
             "GPU µs per forward": round(gpu_us, 1),
             "model TFLOP/s": round(q.model_tflops(prof.shape, gpu_us), 1),
             "longest kernel": c["summary"], "its occupancy %": round(s["occupancy_pct"], 1),
@@ -489,19 +560,22 @@ def glue_smem_cliff(table: pd.DataFrame) -> dict:
 
 # ------------------------------------------------------------------------------- the SM drawn
 
-def draw_kernel_sm(prof: Profile, what: str):
+def draw_kernel_sm(prof: Profile, what: str, counters: Counters | None = None):
     """The SM of the trace's GPU holding the resident blocks of the stage's main kernel: vector
-    panels (SVG) under a caption in words (``sm_figure`` gives the matplotlib Figure)."""
-    c = config(prof)
-    r = occupancy(c["spec"], c["threads"], c["registers"], c["smem"])
+    panels (SVG) under a caption in words (``sm_figure`` gives the matplotlib Figure). The
+    shared memory is what the driver configured for the launch where `counters` recorded it."""
+    c = config(prof, counters=counters)
+    r = occupancy(c["spec"], c["threads"], c["registers"], c["smem"],
+                  shared_memory_config=c["smem_config"])
     return sm_html(r, title=f"{what} on one SM of {c['spec'].name}: {c['threads']} threads × "
                             f"{c['registers']} registers, {c['smem']:,} B shared memory a block "
                             f"(from the trace)")
 
 
-def sm_figure(prof: Profile, what: str):
-    c = config(prof)
-    r = occupancy(c["spec"], c["threads"], c["registers"], c["smem"])
+def sm_figure(prof: Profile, what: str, counters: Counters | None = None):
+    c = config(prof, counters=counters)
+    r = occupancy(c["spec"], c["threads"], c["registers"], c["smem"],
+                  shared_memory_config=c["smem_config"])
     return draw_result(r, title=f"{what} on one SM of {c['spec'].name}: {c['threads']} threads × "
                                 f"{c['registers']} registers, {c['smem']:,} B shared memory a block "
                                 f"(from the trace)")

@@ -45,8 +45,14 @@ def spec_for(c: Counters):
 
 def calculator_from_ncu(row, spec) -> object:
     """helpers.occupancy on ncu's own launch columns of one kernel: block size, registers per
-    thread, static + dynamic shared memory."""
-    return occupancy(spec, int(row["threads"]), int(row["registers"]), int(row["shared_memory"]))
+    thread, static + dynamic shared memory, and the shared memory the driver configured per SM
+    for the launch (so the limiter is the one ncu's limits give)."""
+    config = row.get("shared_memory_config")
+    config = None if config is None or pd.isna(config) else int(round(float(config)))
+    if config not in spec.shared_memory_carveouts:   # not a size this spec knows: the model's
+        config = None
+    return occupancy(spec, int(row["threads"]), int(row["registers"]), int(row["shared_memory"]),
+                     shared_memory_config=config)
 
 
 def _trace(stage: str, c: Counters, shape: Shape, profiles: Mapping[str, Profile]) -> Profile | None:

@@ -202,7 +202,7 @@ def points(c: Counters, roof: dict, times: pd.DataFrame | None = None,
         if keys is not None and key not in keys:
             continue
         shape = Shape.from_key(key)
-        tensor, ffma = float(q.tensor_flops(table, factors).sum()), float(q.ffma_flops(table, factors).sum())
+        tensor, ffma = float(q.tensor_flops(table, factors).sum()), float(q.fp32_flops(table, factors).sum())
         flops = tensor + ffma
         # the pipe that did most of the forward's FLOPs sets its compute roof (sdpa_math's fp32
         # matmuls run on the FMA units, not the tensor cores)
@@ -401,7 +401,15 @@ def chart(pts: pd.DataFrame, roof: dict, kernels: pd.DataFrame | None = None) ->
     shapes = ", ".join(dict.fromkeys(f"seq {s}" for s in pts["seq"]))
     return _title(fig, f"Roofline · {literal(roof['gpu'])}",
                   f"a point per forward ({shapes}) · hollow: do_bench<br>"
-                  f"FLOPs, bytes: ncu · roofs: do_bench ({roof['mode']})")
+                  f"FLOPs, bytes: ncu · {_roof_sources(roof)}")
+
+
+def _roof_sources(roof: dict) -> str:
+    """Where the chart's roofs come from, in a subtitle's words: the compute roofs from the ncu
+    calibration matmuls where recorded (else do_bench's matmul), the copy roof from do_bench."""
+    compute = ("compute roofs: ncu calibration matmuls" if roof["compute roof from"] == "ncu calibration"
+               else "compute roof: do_bench matmul")
+    return f"{compute} · copy roof: do_bench ({roof['mode']})"
 
 
 def sweep_chart(pts: pd.DataFrame, roof: dict) -> go.Figure:

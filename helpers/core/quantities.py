@@ -31,10 +31,12 @@ TB = 1e12
 LEDGER = {
     "model FLOPs": ("FLOP", "the attention's matmul FLOPs from the shape, 4·B·H·S²·D, halved for a causal "
                             "mask: what the computation needs, whatever kernels run it"),
-    "executed FLOPs": ("FLOP", "what the kernels executed, read from Nsight Compute's counters (tensor-pipe "
-                               "operations and fp32 FFMA instructions) times what one unit is worth in the "
-                               "calibration matmuls; FFMA instructions count even where they are not a matmul "
-                               "(a softmax's exponent and scaling)"),
+    "executed FLOPs": ("FLOP", "what the kernels executed, read from Nsight Compute's counters: tensor-pipe "
+                               "operations and fp32 FFMA instructions times what one unit is worth in the "
+                               "calibration matmuls, plus fp32 FADD and FMUL instructions at one FLOP each (half "
+                               "an FFMA); fp32 instructions count even where they are not a matmul (a softmax's "
+                               "exponent, sum and scaling). Not counted: 16-bit scalar instructions (HADD, HMUL, "
+                               "HFMA) and special functions (exp)"),
     "kernel DRAM bytes": ("byte", "the bytes a forward's kernels read from and wrote to DRAM, Nsight "
                                   "Compute's dram__bytes_read + dram__bytes_write, summed over the kernels"),
     "forward DRAM bytes": ("byte", "the kernel DRAM bytes plus the bytes of the forward's memcpy and memset "
@@ -70,6 +72,10 @@ TENSOR_PIPE, FFMA_PIPE = "bf16 tensor", "fp32 FFMA"
 # the FLOP-carrying counters, one per family so nothing is counted twice
 TENSOR_TOTAL = re.compile(r"^sm__ops_path_tensor_src_(?P<src>[a-z0-9]+)(_dst_(?P<dst>[a-z0-9]+))?\.sum$")
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+# fp32 adds and multiplies: one FLOP per thread and instruction, half of what the calibration
+# finds an FFMA worth; they run on the same FMA pipe, so they count towards the fp32 side
+FADD = "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"
+FMUL = "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"
 # the tensor-core instruction families: Hopper's asynchronous warpgroup MMA (wgmma) and the
 # synchronous warp-level mma.sync (HMMA) that Ampere's kernels use
 GMMA = "sm__inst_executed_pipe_tensor_op_gmma.sum"
@@ -135,15 +141,32 @@ def ffma_flops(table: pd.DataFrame, factors: Mapping[str, float]) -> pd.Series:
     return table[FFMA].fillna(0).astype(float) * factors[FFMA]
 
 
+def fadd_fmul_flops(table: pd.DataFrame, factors: Mapping[str, float]) -> pd.Series:
+    """Per kernel: executed FLOPs of fp32 FADD and FMUL instructions, one per instruction and
+    thread (half an FFMA's calibrated worth; none without an FFMA calibration)."""
+    total = pd.Series(0.0, index=table.index)
+    if FFMA not in factors:
+        return total
+    for counter in (FADD, FMUL):
+        if counter in table.columns:
+            total = total + table[counter].fillna(0).astype(float) * factors[FFMA] / 2
+    return total
+
+
+def fp32_flops(table: pd.DataFrame, factors: Mapping[str, float]) -> pd.Series:
+    """Per kernel: executed fp32 FLOPs on the FMA pipe: FFMA, FADD and FMUL."""
+    return ffma_flops(table, factors) + fadd_fmul_flops(table, factors)
+
+
 def executed_flops(table: pd.DataFrame, factors: Mapping[str, float]) -> pd.Series:
-    """Per kernel: executed FLOPs, the tensor pipe's and FFMA's."""
-    return tensor_flops(table, factors) + ffma_flops(table, factors)
+    """Per kernel: executed FLOPs, the tensor pipe's and the fp32 FMA pipe's (FFMA, FADD, FMUL)."""
+    return tensor_flops(table, factors) + fp32_flops(table, factors)
 
 
 def pipe_of(table: pd.DataFrame, factors: Mapping[str, float]) -> pd.Series:
     """Per kernel: the pipe that did most of its executed FLOPs, "bf16 tensor" or "fp32 FFMA"
-    (None where it did none)."""
-    t, f = tensor_flops(table, factors), ffma_flops(table, factors)
+    (the fp32 FMA pipe: FFMA, FADD, FMUL; None where it did none)."""
+    t, f = tensor_flops(table, factors), fp32_flops(table, factors)
     return pd.Series([None if a + b == 0 else TENSOR_PIPE if a >= b else FFMA_PIPE for a, b in zip(t, f)],
                      index=table.index, dtype=object)
 

@@ -74,7 +74,8 @@ def kernel_flops(table: pd.DataFrame, factors: Mapping[str, float]) -> pd.Series
 
 
 def work(c: Counters, shape: Shape | None = DEFAULT_SHAPE) -> pd.DataFrame:
-    """Per forward: the executed FLOPs (the counters), split by pipe (tensor and FFMA), against
+    """Per forward: the executed FLOPs (the counters), split into the tensor pipe's, FFMA's and
+    FADD + FMUL's (one FLOP each), against
     the model FLOPs (4·B·H·S²·D, halved for a causal mask). A fused kernel that computes the diagonal tiles in full
     does a little more than the causal half; one that ignores the mask, up to twice as much.
     One row per stage at `shape` (None: every shape collected, with a seq column)."""
@@ -86,14 +87,17 @@ def work(c: Counters, shape: Shape | None = DEFAULT_SHAPE) -> pd.DataFrame:
         s = Shape.from_key(key)
         tensor = float(q.tensor_flops(table, factors).sum())
         ffma = float(q.ffma_flops(table, factors).sum())
-        flops = tensor + ffma
+        addmul = float(q.fadd_fmul_flops(table, factors).sum())
+        flops = tensor + ffma + addmul
         model = q.model_flops(s)
         rows.append({"stage": stage, "seq": s.seq, "kernels": len(table),
                      "executed GFLOP": round(flops / 1e9, 2),
                      "of which tensor pipe": round(tensor / 1e9, 2), "of which FFMA": round(ffma / 1e9, 2),
+                     "of which FADD + FMUL": round(addmul / 1e9, 2),
                      "model GFLOP (4·B·H·S²·D/2)": round(model / 1e9, 2),
                      "executed / model": round(flops / model, 3),
-                     "tensor / model": round(tensor / model, 3), "FFMA / model": round(ffma / model, 3)})
+                     "tensor / model": round(tensor / model, 3), "FFMA / model": round(ffma / model, 3),
+                     "FADD + FMUL / model": round(addmul / model, 3)})
     out = pd.DataFrame(rows)
     return out.drop(columns=["seq"]).set_index("stage") if shape is not None else out
 
@@ -115,6 +119,8 @@ def glue_calibration(c: Counters) -> dict:
             values[f"{key}_tensor_ratio"] = f"{w.loc[stage, 'tensor / model']:.3f}"
             values[f"{key}_ffma_ratio"] = f"{w.loc[stage, 'FFMA / model']:.3f}"
             values[f"{key}_ffma_gflop"] = f"{w.loc[stage, 'of which FFMA']:.2f}"
+            values[f"{key}_addmul_ratio"] = f"{w.loc[stage, 'FADD + FMUL / model']:.3f}"
+            values[f"{key}_addmul_gflop"] = f"{w.loc[stage, 'of which FADD + FMUL']:.2f}"
     # fused (one kernel): between the causal FLOPs and the full square; unfused: the full square at least
     fused, unfused = w[w["kernels"] == 1], w[w["kernels"] > 1]
     odd = list(fused.index[(fused["executed / model"] < 1) | (fused["executed / model"] >= 2)]) + \

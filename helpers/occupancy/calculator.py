@@ -10,14 +10,24 @@
   register limit (checked with its warps rounded up to a multiple of four, as the hardware
   checks it) fits zero times;
 * shared memory: each block takes its static + dynamic bytes plus 1 KiB the driver reserves
-  (Ampere on), rounded up to the allocation unit; the SM's shared memory is the carveout the
-  kernel prefers, rounded up to a size the SM supports, or, when that is too small for one
-  block, the smallest supported size that holds one; a block above the per-block cap fits zero
-  times;
+  (Ampere on), rounded up to the allocation unit; the SM's shared memory (its carveout) is, in
+  this order: the size the driver configured for the launch where it is known
+  (``shared_memory_config``, Nsight Compute's ``launch__shared_mem_config_size``); the carveout
+  the kernel prefers, rounded up to a size the SM supports, or, when that is too small for one
+  block, the smallest supported size that holds one; with no preference, the driver's own pick,
+  modelled as the smallest supported size that holds the blocks the other three limits allow
+  (see ``driver_shared_memory``); a block above the per-block cap fits zero times;
 * blocks: the SM's block slots.
 
 ``kineto_estimated_occupancy_pct()`` reproduces the ``est. achieved occupancy %`` that Kineto
 writes on every kernel event of a PyTorch profiler trace.
+
+With no preference CUDA's header assumes the largest size, but the driver configures less: on
+the recorded H200 and H100 kernels it never configured less than the modelled size and sometimes
+more (FlashAttention-2's forward got the next size up from the one that holds its two blocks).
+Any size from the modelled one up holds the blocks the other limits allow, so the number of
+active blocks is the same for all of them; only whether shared memory ties as a limiter can
+change, and where ncu recorded the size, passing it settles that.
 
 The calculator leaves out two limits of the header that never lower the count for the
 kernels met here: block barriers (Hopper on; a kernel with one barrier gets at least as many as
@@ -50,6 +60,8 @@ MESSAGES = {
                            "per block maximum of {gpu} ({limit} B)",
     "carveout": "carveout must be None (no preference) or a percentage 0..100, got {value}",
     "shared_memory_limit": "shared_memory_limit must be one of {limits}, got {value!r}",
+    "shared_memory_config": "shared_memory_config must be None or a per-SM shared memory size "
+                            "{gpu} supports ({sizes}), got {value}",
 }
 
 
@@ -63,6 +75,9 @@ class Occupancy:
     shared_memory_per_block: int
     carveout: int | None
     shared_memory_limit: str
+    # where the SM's shared memory came from: "configured" (handed, e.g. from ncu), "preference"
+    # (the kernel's carveout) or "driver" (no preference: the modelled driver's pick)
+    shared_memory_source: str
     active_blocks: int
     active_warps: int
     max_warps: int
@@ -72,7 +87,7 @@ class Occupancy:
     warps_per_block: int
     registers_per_block: int
     shared_memory_allocated_per_block: int
-    # the shared memory the SM is set up with for this kernel (the carveout that applies)
+    # the shared memory the SM is set up with for this kernel (see shared_memory_source)
     shared_memory_per_sm: int
     utilization: dict[str, float] = field(hash=False)
 
@@ -105,8 +120,8 @@ def _smallest_carveout_holding(spec: GPUSpec, size: int) -> int | None:
 
 
 def _preferred_shared_memory(spec: GPUSpec, carveout: int | None) -> int:
-    # no preference means "the most shared memory"; a percentage is of the largest size, in
-    # integer arithmetic as the header does it, then rounded up to a supported size
+    # a percentage is of the largest size, in integer arithmetic as the header does it, then
+    # rounded up to a supported size (None here: the largest, as the header takes no preference)
     if carveout is None:
         wanted = spec.shared_memory_per_sm
     else:
@@ -116,7 +131,19 @@ def _preferred_shared_memory(spec: GPUSpec, carveout: int | None) -> int:
     return chosen
 
 
-def _check(spec, threads, registers, smem, carveout, shared_memory_limit):
+def driver_shared_memory(spec: GPUSpec, smem_allocated: int, other_blocks: int) -> int:
+    """The per-SM shared memory the driver configures for a kernel with no carveout preference,
+    modelled: the smallest size the SM supports that holds the blocks the other three limits
+    allow (at least one, at most as many as the largest size holds). The driver documents no
+    rule; on every kernel recorded under ncu it configured this size or a larger one."""
+    if smem_allocated <= 0:
+        return spec.shared_memory_carveouts[0]
+    target = max(1, min(other_blocks, spec.shared_memory_per_sm // smem_allocated))
+    chosen = _smallest_carveout_holding(spec, target * smem_allocated)
+    return spec.shared_memory_per_sm if chosen is None else chosen
+
+
+def _check(spec, threads, registers, smem, carveout, shared_memory_limit, config=None):
     if not 1 <= threads <= spec.max_threads_per_block:
         raise ValueError(MESSAGES["threads"].format(limit=spec.max_threads_per_block, value=threads))
     if not 0 <= registers <= spec.max_registers_per_thread:
@@ -132,19 +159,27 @@ def _check(spec, threads, registers, smem, carveout, shared_memory_limit):
     if shared_memory_limit not in SHARED_MEMORY_LIMITS:
         raise ValueError(MESSAGES["shared_memory_limit"].format(limits=SHARED_MEMORY_LIMITS,
                                                                 value=shared_memory_limit))
+    if config is not None and config not in spec.shared_memory_carveouts:
+        raise ValueError(MESSAGES["shared_memory_config"].format(
+            gpu=spec.name, sizes=", ".join(map(str, spec.shared_memory_carveouts)), value=config))
 
 
 def occupancy(gpu, threads_per_block: int, registers_per_thread: int,
               shared_memory_per_block: int = 0, *, carveout: int | None = None,
-              shared_memory_limit: str = "opt-in") -> Occupancy:
-    """Theoretical occupancy of one SM, as cudaOccMaxActiveBlocksPerMultiprocessor gives it.
+              shared_memory_limit: str = "opt-in",
+              shared_memory_config: int | None = None) -> Occupancy:
+    """Theoretical occupancy of one SM, as cudaOccMaxActiveBlocksPerMultiprocessor gives it,
+    with the shared memory the driver configures for the launch.
 
     ``gpu`` is a compute capability ("9.0", "sm_90", (9, 0)) or a product ("H200").
     ``shared_memory_per_block`` is static + dynamic bytes. ``carveout`` is the kernel's
     preferred shared-memory carveout in percent (None: no preference). With
     ``shared_memory_limit="opt-in"`` the kernel is taken to have raised its dynamic shared
     memory limit to the GPU's opt-in maximum; with ``"default"`` it has not, so a block above
-    48 KiB fits zero times (as Kineto computes it). Raises ValueError for impossible input.
+    48 KiB fits zero times (as Kineto computes it). ``shared_memory_config``: the per-SM shared
+    memory the driver configured for the launch, where known (ncu's
+    ``launch__shared_mem_config_size``); it overrides the carveout. Raises ValueError for
+    impossible input.
     """
     spec = gpu_spec(gpu)
     threads = _as_int(threads_per_block, "threads_per_block")
@@ -152,7 +187,9 @@ def occupancy(gpu, threads_per_block: int, registers_per_thread: int,
     smem = _as_int(shared_memory_per_block, "shared_memory_per_block")
     if carveout is not None:
         carveout = _as_int(carveout, "carveout")
-    _check(spec, threads, registers, smem, carveout, shared_memory_limit)
+    config = None if shared_memory_config is None else _as_int(shared_memory_config,
+                                                                 "shared_memory_config")
+    _check(spec, threads, registers, smem, carveout, shared_memory_limit, config)
 
     warps_per_block = -(-threads // spec.warp_size)
 
@@ -180,14 +217,22 @@ def occupancy(gpu, threads_per_block: int, registers_per_thread: int,
                      else spec.shared_memory_per_block_default)
     # the driver's reserve is added to the cap too, so the cap applies to what the kernel asks for
     per_block_cap += spec.reserved_shared_memory_per_block
-    preferred = _preferred_shared_memory(spec, carveout)
+    other_blocks = min(warp_limit, register_limit, spec.max_blocks_per_sm)
+    if config is not None:
+        source, smem_per_sm = "configured", config
+    elif carveout is not None:
+        # a preference too small for even one block gives way to the smallest size that fits one
+        source, smem_per_sm = "preference", _preferred_shared_memory(spec, carveout)
+        if smem_per_sm < smem_allocated <= per_block_cap:
+            smem_per_sm = _smallest_carveout_holding(spec, smem_allocated)
+    else:
+        # a block that cannot launch leaves the SM as the header sees it: the largest size
+        source = "driver"
+        smem_per_sm = (spec.shared_memory_per_sm if smem_allocated > per_block_cap
+                       else driver_shared_memory(spec, smem_allocated, other_blocks))
     if smem_allocated > per_block_cap:
         smem_limit = 0
-        smem_per_sm = preferred
     else:
-        # a preference too small for even one block gives way to the smallest size that fits one
-        smem_per_sm = (preferred if preferred >= smem_allocated
-                       else _smallest_carveout_holding(spec, smem_allocated))
         smem_limit = smem_per_sm // smem_allocated if smem_allocated > 0 else UNLIMITED
 
     block_limits = {"warps": warp_limit, "registers": register_limit,
@@ -206,7 +251,8 @@ def occupancy(gpu, threads_per_block: int, registers_per_thread: int,
     return Occupancy(
         gpu=spec, threads_per_block=threads, registers_per_thread=registers,
         shared_memory_per_block=smem, carveout=carveout,
-        shared_memory_limit=shared_memory_limit, active_blocks=active_blocks,
+        shared_memory_limit=shared_memory_limit, shared_memory_source=source,
+        active_blocks=active_blocks,
         active_warps=active_warps, max_warps=max_warps, occupancy=active_warps / max_warps,
         limiters=limiters, block_limits=block_limits, warps_per_block=warps_per_block,
         registers_per_block=regs_per_block, shared_memory_allocated_per_block=smem_allocated,

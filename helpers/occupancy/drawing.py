@@ -23,6 +23,9 @@ TEXT = "#8A8F98"       # helpers.charts.MUTED
 LIMIT = "#E45756"
 UNUSED = (0.54, 0.56, 0.60, 0.18)
 RESOURCES = ("registers", "shared_memory", "warps", "blocks")
+# where the SM's shared memory (the pool the blocks are stacked in) came from
+POOL_WORDS = {"configured": "as configured for the launch", "preference": "the kernel's carveout",
+              "driver": "the driver's pick, modelled"}
 TITLES = {"registers": "register file", "shared_memory": "shared memory",
           "warps": "warp slots", "blocks": "block slots"}
 
@@ -134,7 +137,7 @@ def _draw_panels(axes: dict, result: Occupancy, colors: list) -> None:
     ax.set_ylim(-max(total, 1) * 0.12, max(total, 1) * 1.02)
     _style(ax, "shared_memory", result,
            f"{blocks * per_block:,} of {total:,} B\n({100 * result.utilization['shared_memory']:.1f}%)\n"
-           f"{per_block:,} B a block")
+           f"{per_block:,} B a block\n{POOL_WORDS[result.shared_memory_source]}")
 
     # warp slots: one column per sub-partition (the scheduler that runs the warp)
     ax = axes["warps"]

@@ -100,7 +100,9 @@ def kernel_change(before: Profile, after: Profile, prefix: str) -> dict:
     kernels = [sum(a.values()), sum(b.values())]
     values = {"kernels_before": kernels[0], "kernels_after": kernels[1],
               "new_names": len(new), "gone_names": len([n for n in a if n not in b]),
-              "split_k": sum(c for n, c in new.items() if "splitK" in n),
+              # counted as the names are (a name once), with their launches beside
+              "split_k": sum(1 for n in new if "splitK" in n),
+              "split_k_launches": sum(c for n, c in new.items() if "splitK" in n),
               "memsets_before": memsets[0], "memsets_after": memsets[1],
               "same": "the same kernels" if a == b else "not the same kernels"}
     for key, value in values.items():

@@ -13,6 +13,9 @@ SCALE = {"": 1, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "usecond": 
          "nsecond": 1, "msecond": 1e6, "ms": 1e6, "%": 1, "inst": 1, "Kinst": 1e3, "Minst": 1e6, "Ginst": 1e9}
 TENSOR_PREFIX = "sm__ops_path_tensor_src_"
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+# fp32 adds and multiplies: one FLOP per thread-instruction
+FADD = "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"
+FMUL = "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"
 
 
 def kernels(path: Path) -> list[dict]:
@@ -32,7 +35,7 @@ def kernels(path: Path) -> list[dict]:
         out.append({"name": r["Kernel Name"], "ns": num(r, "gpu__time_duration.sum"),
                     "dram": num(r, "dram__bytes_read.sum") + num(r, "dram__bytes_write.sum"),
                     "tensor": sum(num(r, c) for c in head if c.startswith(TENSOR_PREFIX) and c.endswith(".sum")),
-                    "ffma": num(r, FFMA), "gmma": num(r, "sm__inst_executed_pipe_tensor_op_gmma.sum"),
+                    "ffma": num(r, FFMA), "addmul": num(r, FADD) + num(r, FMUL), "gmma": num(r, "sm__inst_executed_pipe_tensor_op_gmma.sum"),
                     "occ": num(r, "sm__warps_active.avg.pct_of_peak_sustained_active")})
     return out
 
@@ -47,7 +50,7 @@ def calibration() -> dict:
 
 
 def flops(k: dict, cal: dict) -> float:
-    return k["tensor"] * cal["per_tensor"] + k["ffma"] * cal["per_ffma"]
+    return k["tensor"] * cal["per_tensor"] + k["ffma"] * cal["per_ffma"] + k["addmul"]
 
 
 def copy_tbps() -> float:

@@ -209,7 +209,22 @@ def ncu_us(row: dict, units: dict, metric: str = "gpu__time_duration.sum") -> fl
 SM90 = dict(regs=65536, subs=4, unit=256, warps=64, blocks=32, smem=233472, reserve=1024, smem_unit=128)
 
 
-def occupancy(threads: int, registers: int, smem: int, spec: dict = SM90) -> dict:
+def ncu_pool(stage: str, shape: str = DEFAULT) -> int:
+    """The per-SM shared memory the driver configured for the stage's one kernel, as ncu's raw
+    CSV records it (`launch__shared_mem_config_size`, in the unit its units row names)."""
+    rows = list(csv.reader(open(TRACES / "ncu" / f"{stage}__{shape}.csv", encoding="utf-8", errors="replace")))
+    start = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+    head, units = rows[start], dict(zip(rows[start], rows[start + 1]))
+    col = "launch__shared_mem_config_size"
+    sizes = {round(float(r[head.index(col)].replace(",", "")) * {"byte": 1, "Kbyte": 1000, "Mbyte": 10**6}[units[col]])
+             for r in rows[start + 2:] if len(r) == len(head)}
+    (size,) = sizes
+    return size
+
+
+def occupancy(threads: int, registers: int, smem: int, spec: dict = SM90, pool: int | None = None) -> dict:
+    """CUDA's four limits; `pool`: the shared memory per SM the driver configured (ncu), else the
+    SM's largest."""
     ceil = lambda a, b: -(-a // b)  # noqa: E731
     wpb = ceil(threads, 32)
     per_warp = ceil(registers * 32, spec["unit"]) * spec["unit"]
@@ -217,11 +232,12 @@ def occupancy(threads: int, registers: int, smem: int, spec: dict = SM90) -> dic
     by_regs = (per_sub * spec["subs"]) // wpb
     by_warps = spec["warps"] // wpb
     given = ceil(smem + spec["reserve"], spec["smem_unit"]) * spec["smem_unit"]
-    by_smem = spec["smem"] // given
+    pool = spec["smem"] if pool is None else pool
+    by_smem = pool // given
     limits = {"warp slots": by_warps, "registers": by_regs, "shared memory": by_smem, "block slots": spec["blocks"]}
     blocks = min(limits.values())
     return {"warps_per_block": wpb, "regs_per_warp": per_warp, "warps_per_sub": per_sub,
             "warps_by_regs": per_sub * spec["subs"], "blocks_by_regs": by_regs, "blocks_by_warps": by_warps,
-            "smem_given": given, "blocks_by_smem": by_smem, "active_blocks": blocks,
+            "smem_given": given, "pool": pool, "blocks_by_smem": by_smem, "active_blocks": blocks,
             "active_warps": blocks * wpb, "pct": 100 * blocks * wpb / spec["warps"],
             "limiters": [k for k, v in limits.items() if v == blocks]}

@@ -61,10 +61,11 @@ def test_impact_curves_of_flash():
 def test_utilization_bars_of_cudnn():
     cudnn = Session(mode="replay").load_stages(lessons.STAGES)["sdpa_cudnn"]
     (e,) = [e for e in raw.forward(raw.stage_path("sdpa_cudnn")).gpu if e["kind_cat"] == "kernel"]
-    o = raw.occupancy(*launch(e))
-    fig = occupancy_charts.utilization_bars(lessons.result_of(cudnn))
+    o = raw.occupancy(*launch(e), pool=raw.ncu_pool("sdpa_cudnn"))
+    hw = Session(mode="replay").counters(lessons.STAGES)
+    fig = occupancy_charts.utilization_bars(lessons.result_of(cudnn, hw))
     got = dict(zip(fig.data[0].y, fig.data[0].x))
     assert got["warp slots"] == pytest.approx(100 * o["active_warps"] / 64, abs=0.01)
     assert got["registers"] == pytest.approx(100 * o["active_warps"] * o["regs_per_warp"] / 65536, abs=0.01)
-    assert got["shared memory"] == pytest.approx(100 * o["active_blocks"] * o["smem_given"] / 233472, abs=0.01)
+    assert got["shared memory"] == pytest.approx(100 * o["active_blocks"] * o["smem_given"] / o["pool"], abs=0.01)
     assert got["block slots"] == pytest.approx(100 * o["active_blocks"] / 32, abs=0.01)

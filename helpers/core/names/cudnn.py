@@ -9,7 +9,8 @@ from ._common import TENSOR_CORES, _NAME_DTYPES, _kernel_stem
 # --- cuDNN generated kernels ----------------------------------------------------------------
 
 # e.g. cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0
-# cuDNN's names are not documented; what is labelled here is what the tokens spell plainly.
+# cuDNN's names are not documented; what is labelled here is what the tokens spell plainly. The
+# field after the tile (4x1x1) is no warp count: the launch's block says how many warps there are.
 _MMA_PATHS = {"wgmma": "wgmma (Hopper warpgroup MMA)", "hmma": "hmma (mma.sync tensor cores)",
               "umma": "umma (Blackwell tcgen05 MMA)", "tcgen05": "tcgen05 (Blackwell MMA)",
               "imma": "imma (integer tensor cores)"}
@@ -84,7 +85,9 @@ def _cudnn(text: str) -> dict | None:
     if dims:
         tile = dims[0]
     if len(dims) > 1:
-        d["warp_layout"] = dims[1]  # warps (or warpgroups) per CTA along M x N x K
+        # a second layout field, undocumented: not the warp count (fprop's 4x1x1 and bprop's 1x4x1
+        # both launch 384 threads, 12 warps in three warpgroups), so it is kept literal
+        d["layout"] = dims[1]
     if len(dims) > 2:
         d["other_dims"] = dims[2:]
     attention = "operation" in d or d.get("algorithm") == "flash" or "mha" in stem or "fmha" in stem
@@ -95,8 +98,8 @@ def _cudnn(text: str) -> dict | None:
         parts.append(f"knob {d['knob']}")
     if tile:
         parts.append(f"{tile} tile")
-    if "warp_layout" in d:
-        parts.append(f"warps {d['warp_layout']}")
+    if "layout" in d:
+        parts.append(f"layout {d['layout']} (not the warp count)")
     if "cluster" in d:
         parts.append(f"cluster {d['cluster']}")
     op = None

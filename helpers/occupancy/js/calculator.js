@@ -185,7 +185,7 @@
     }
 
     function setCarveoutOptions(s, carveout) {
-      const options = [`<option value="">driver default (the most shared memory)</option>`]
+      const options = [`<option value="">no preference (the driver's pick)</option>`]
         .concat(s.carveouts.map((c) => `<option value="${c.percent}">${kib(c.bytes)} (carveout ${c.percent}%)</option>`));
       if (carveout !== null && !s.carveouts.some((c) => c.percent === carveout)) {
         options.push(`<option value="${carveout}">carveout ${carveout}%</option>`);
@@ -307,7 +307,9 @@
       el.querySelector(".apo-table-note").textContent =
         `Registers: ${int(r.registersPerWarp)} a warp (${r.registersPerThread} × ${s.warpSize}, rounded up to ${s.registerAllocationUnit}). ` +
         `Shared memory: a block takes what it asks plus the driver's ${int(s.reservedSharedMemoryPerBlock)} B, rounded up to ${s.sharedMemoryAllocationUnit} B; ` +
-        `the SM is set up with ${int(r.sharedMemoryPerSm)} of its ${int(s.sharedMemoryPerSm)} B for this kernel (the carveout that applies).`;
+        `the SM is set up with ${int(r.sharedMemoryPerSm)} of its ${int(s.sharedMemoryPerSm)} B for this kernel ` +
+        (r.sharedMemorySource === "preference" ? "(the kernel's carveout)."
+          : "(no preference: the driver's pick, modelled as the smallest size holding the blocks the other limits allow; ncu's launch__shared_mem_config_size shows what it picked).");
     }
 
     // --- the impact curves ---------------------------------------------------------------------

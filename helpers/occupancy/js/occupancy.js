@@ -182,6 +182,15 @@
       return smallestCarveoutHolding(spec, wanted);
     }
 
+    // calculator.py's driver_shared_memory: the smallest supported size holding the blocks the
+    // other three limits allow (at least one, at most what the largest size holds)
+    function driverSharedMemory(spec, smemAllocated, otherBlocks) {
+      if (smemAllocated <= 0) return spec.sharedMemoryCarveouts[0];
+      const target = Math.max(1, Math.min(otherBlocks, floorDiv(spec.sharedMemoryPerSm, smemAllocated)));
+      const chosen = smallestCarveoutHolding(spec, target * smemAllocated);
+      return chosen === null ? spec.sharedMemoryPerSm : chosen;
+    }
+
     function check(spec, threads, registers, smem, carveout, limit) {
       if (!(threads >= 1 && threads <= spec.maxThreadsPerBlock)) fail("threads", { limit: spec.maxThreadsPerBlock, value: threads });
       if (!(registers >= 0 && registers <= spec.maxRegistersPerThread)) fail("registers", { limit: spec.maxRegistersPerThread, value: registers });
@@ -222,15 +231,21 @@
       const smemAllocated = roundUp(smem + spec.reservedSharedMemoryPerBlock, spec.sharedMemoryAllocationUnit);
       const perBlockCap = (limit === "opt-in" ? spec.sharedMemoryPerBlockOptin : spec.sharedMemoryPerBlockDefault)
         + spec.reservedSharedMemoryPerBlock;
-      const preferred = preferredSharedMemory(spec, carveout);
-      let smemLimit, smemPerSm;
-      if (smemAllocated > perBlockCap) {
-        smemLimit = 0;
-        smemPerSm = preferred;
+      // the SM's shared memory: the kernel's carveout preference (grown to hold one block), or with
+      // none the driver's pick, modelled as calculator.py's driver_shared_memory does it
+      const otherBlocks = Math.min(warpLimit, registerLimit, spec.maxBlocksPerSm);
+      let smemPerSm, source;
+      if (carveout !== null) {
+        source = "preference";
+        smemPerSm = preferredSharedMemory(spec, carveout);
+        if (smemPerSm < smemAllocated && smemAllocated <= perBlockCap) smemPerSm = smallestCarveoutHolding(spec, smemAllocated);
       } else {
-        smemPerSm = preferred >= smemAllocated ? preferred : smallestCarveoutHolding(spec, smemAllocated);
-        smemLimit = smemAllocated > 0 ? floorDiv(smemPerSm, smemAllocated) : data.unlimited;
+        source = "driver";
+        smemPerSm = smemAllocated > perBlockCap ? spec.sharedMemoryPerSm : driverSharedMemory(spec, smemAllocated, otherBlocks);
       }
+      let smemLimit;
+      if (smemAllocated > perBlockCap) smemLimit = 0;
+      else smemLimit = smemAllocated > 0 ? floorDiv(smemPerSm, smemAllocated) : data.unlimited;
 
       const blockLimits = { warps: warpLimit, registers: registerLimit, shared_memory: smemLimit, blocks: spec.maxBlocksPerSm };
       const activeBlocks = Math.min(...data.limiters.map((k) => blockLimits[k]));
@@ -239,7 +254,7 @@
       const maxWarps = spec.maxWarpsPerSm;
       return {
         gpu: spec, threadsPerBlock: threads, registersPerThread: registers, sharedMemoryPerBlock: smem,
-        carveout, sharedMemoryLimit: limit, activeBlocks, activeWarps, maxWarps,
+        carveout, sharedMemoryLimit: limit, sharedMemorySource: source, activeBlocks, activeWarps, maxWarps,
         occupancy: activeWarps / maxWarps, limiters, blockLimits, warpsPerBlock,
         registersPerWarp: regsPerWarp, registersPerBlock: regsPerBlock,
         sharedMemoryAllocatedPerBlock: smemAllocated, sharedMemoryPerSm: smemPerSm,
