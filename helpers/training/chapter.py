@@ -275,7 +275,7 @@ def work_table(backward: Mapping[str, pd.DataFrame], forward: Mapping[str, pd.Da
         bf = float(kernel_flops(b, factors).sum())
         bb = q.kernel_dram_bytes(b)
         row = {"stage": stage, "backward kernels (ncu)": len(b), "backward GFLOP (ncu)": round(bf / 1e9, 1),
-               "backward FFMA GFLOP (ncu)": round(float(q.ffma_flops(b, factors).sum()) / 1e9, 2),
+               "backward fp32 GFLOP (ncu)": round(float(q.fp32_flops(b, factors).sum()) / 1e9, 2),
                "backward GB (ncu)": round(bb / 1e9, 2),
                "backward FLOP/byte": round(bf / bb, 1) if bb else None,
                "backward ncu µs": round(q.ncu_seconds(b) * 1e6, 1),
@@ -286,7 +286,7 @@ def work_table(backward: Mapping[str, pd.DataFrame], forward: Mapping[str, pd.Da
             tensor_ratio = float(q.tensor_flops(b, factors).sum()) / float(q.tensor_flops(f, factors).sum()) \
                 if float(q.tensor_flops(f, factors).sum()) else None
             row |= {"forward GFLOP (ncu)": round(ff / 1e9, 1), "forward GB (ncu)": round(fb / 1e9, 2),
-                    "forward FFMA GFLOP (ncu)": round(float(q.ffma_flops(f, factors).sum()) / 1e9, 2),
+                    "forward fp32 GFLOP (ncu)": round(float(q.fp32_flops(f, factors).sum()) / 1e9, 2),
                     "backward / forward, tensor pipe": round(tensor_ratio, 2) if tensor_ratio else None,
                     "forward FLOP/byte": round(ff / fb, 1) if fb else None,
                     "backward / forward FLOPs": round(bf / ff, 2) if ff else None}
@@ -624,8 +624,8 @@ def glue_work(work: pd.DataFrame, kernels: pd.DataFrame | None = None) -> dict:
             values[f"tr_{stage}_bwd_ai"] = r["backward FLOP/byte"]
             values[f"tr_{stage}_fwd_ai"] = r.get("forward FLOP/byte")
             values[f"tr_{stage}_tensor_ratio"] = r.get("backward / forward, tensor pipe")
-            values[f"tr_{stage}_fwd_ffma_gflop"] = r.get("forward FFMA GFLOP (ncu)")
-            values[f"tr_{stage}_bwd_ffma_gflop"] = r["backward FFMA GFLOP (ncu)"]
+            values[f"tr_{stage}_fwd_fp32_gflop"] = r.get("forward fp32 GFLOP (ncu)")
+            values[f"tr_{stage}_bwd_fp32_gflop"] = r["backward fp32 GFLOP (ncu)"]
     roof = work.attrs.get("roof") or {}
     if work.attrs.get("ridge"):
         ridge = float(work.attrs["ridge"])
@@ -745,7 +745,7 @@ def _glue_limits(w: pd.DataFrame, kernels: pd.DataFrame, roof: dict) -> dict:
 def flops_table(work: pd.DataFrame) -> pd.DataFrame:
     """The work: each phase's GFLOP as ncu measured them, against the backward's two models."""
     return work[["stage", "forward GFLOP (ncu)", "backward GFLOP (ncu)", "backward / forward FLOPs",
-                 "forward FFMA GFLOP (ncu)", "backward FFMA GFLOP (ncu)", "backward / forward, tensor pipe",
+                 "forward fp32 GFLOP (ncu)", "backward fp32 GFLOP (ncu)", "backward / forward, tensor pipe",
                  "model GFLOP, P kept (4 products)", "model GFLOP, P recomputed (5)"]]
 
 
