@@ -459,4 +459,9 @@ BUGS = [
          replace='values["tr_wall_million"] = (", ".join(past) or "none") if past is not None else sentence_for(',
          shows="11 (H100 set): 'only none stays past a million tokens'",
          tests=["tests/test_glue_variants.py", "tests/independent/test_ch11_raw.py"]),
+    dict(id="cupti-zero-not-zero-always", file=OL, cls="sentence", chapter="07",
+         find='tail = ", not zero" if nonzero == n else f": {nonzero} of the {n} read above zero"',
+         replace='tail = ", not zero"',
+         shows="07: the Ex launches under the cap 'read 0%, not zero' on a set where some read zero",
+         tests=[IND + "test_occupancy_page.py"]),
 ]

@@ -479,14 +479,35 @@ def glue_cupti_zero(table: pd.DataFrame, spec: GPUSpec) -> dict:
         "cap_kib": spec.shared_memory_per_block_default // KiB,
         "reserve_kib": spec.reserved_shared_memory_per_block // KiB,
         "optin": f"{spec.shared_memory_per_block_optin:,}",
-        "ex_below_calls": ", ".join(dict.fromkeys(ex_below["launched by"])) or "none",
-        "ex_below_stages": ", ".join(dict.fromkeys(ex_below["stage"])) or "none",
-        "ex_below_pcts": _and([f"{v}%" for v in sorted(set(ex_below["CUPTI est. %"]))]) if len(ex_below) else "none",
-        "plain_above_calls": ", ".join(dict.fromkeys(plain_above["launched by"])) or "none",
-        "plain_above_stages": ", ".join(dict.fromkeys(plain_above["stage"])) or "none",
-        "above_stages": ", ".join(dict.fromkeys(above["stage"])) or "none",
+        "plain_above_sentence": _plain_above_sentence(plain_above),
+        "ex_below_sentence": _ex_below_sentence(ex_below),
     }
     return _glue_all("zero", values)
+
+
+def _plain_above_sentence(plain_above: pd.DataFrame) -> str:
+    """The kernels over the cap launched without *Ex*, in a sentence with a form for none."""
+    if plain_above.empty:
+        return "No kernel over the cap went through a call without Ex in its name in these traces."
+    n, zero = len(plain_above), int((plain_above["CUPTI est. %"] == 0).sum())
+    return (f"{n} of those kernels ({_and(list(dict.fromkeys(plain_above['stage'])))}) went through "
+            f"{_and(list(dict.fromkeys(plain_above['launched by'])))}, a call with no Ex in its name, "
+            f"and {zero} of the {n} still read zero.")
+
+
+def _ex_below_sentence(ex_below: pd.DataFrame) -> str:
+    """The kernels under the cap launched through an *Ex* call, and what CUPTI read for them, in a
+    sentence with a form for none and one that never says "not zero" of a zero."""
+    if ex_below.empty:
+        return "No kernel under the cap went through a call with Ex in its name in these traces."
+    n = len(ex_below)
+    pcts = sorted(set(int(v) for v in ex_below["CUPTI est. %"].dropna()))
+    nonzero = int((ex_below["CUPTI est. %"] > 0).sum())
+    read = _and([f"{v}%" for v in pcts])
+    tail = ", not zero" if nonzero == n else f": {nonzero} of the {n} read above zero"
+    return (f"Conversely, {n} {'kernel' if n == 1 else 'kernels'} went through "
+            f"{_and(list(dict.fromkeys(ex_below['launched by'])))} with less shared memory "
+            f"({_and(list(dict.fromkeys(ex_below['stage'])))}), and {'it' if n == 1 else 'they'} read {read}{tail}.")
 
 
 def true_vs_cupti(table: pd.DataFrame) -> pd.DataFrame:

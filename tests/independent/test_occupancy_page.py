@@ -172,6 +172,43 @@ def test_cupti_zero(profiles):
     assert g["above_zero"] == sum(e["args"]["est. achieved occupancy %"] == 0 for e in above)
     assert g["below_nonzero"] == sum(e["args"]["est. achieved occupancy %"] > 0 for e in below)
     assert int(g["cap"].replace(",", "")) == 49152 and g["cap_kib"] == 48
+    # the two sentences, from the raw launches: the kernels over the cap launched without Ex, and
+    # those under it launched through an Ex call, with their counts, stages, calls and readings
+    ex = lambda e: "Ex" in e["call"]["name"]  # noqa: E731
+    plain_above = [(s, e) for s, e in want if e["args"]["shared memory"] > 49152 and not ex(e)]
+    ex_below = [(s, e) for s, e in want if e["args"]["shared memory"] <= 49152 and ex(e)]
+    pa, eb = g["plain_above_sentence"], g["ex_below_sentence"]
+    for sentence in (pa, eb):
+        assert "none" not in sentence and "nan" not in sentence
+    if plain_above:
+        zero = sum(e["args"]["est. achieved occupancy %"] == 0 for _, e in plain_above)
+        assert pa.startswith(f"{len(plain_above)} of those kernels") and f"{zero} of the {len(plain_above)} still read zero" in pa
+        assert all(s in pa and e["call"]["name"] in pa for s, e in plain_above)
+    else:
+        assert pa.startswith("No kernel over the cap")
+    if ex_below:
+        reads = [e["args"]["est. achieved occupancy %"] for _, e in ex_below]
+        assert f"{len(ex_below)} kernel" in eb and all(f"{v}%" in eb for v in set(reads))
+        assert eb.endswith("not zero.") == all(v > 0 for v in reads)
+        assert all(s in eb and e["call"]["name"] in eb for s, e in ex_below)
+    else:
+        assert eb.startswith("No kernel under the cap")
+
+
+def test_cupti_zero_sentences_have_a_form_for_none_and_for_a_zero(profiles):
+    """A set whose kernels all went one way (another GPU's libraries): no 'none', no 'not zero' of a zero."""
+    zero = lessons.cupti_zero(profiles)
+    spec = lessons.spec_of(profiles["sdpa_cudnn"])
+    only_plain = zero.assign(**{"launch path": "cuLaunchKernel path", "launched by": "cudaLaunchKernel"})
+    g = lessons.glue_cupti_zero(only_plain, spec)
+    assert g["ex_below_sentence"].startswith("No kernel under the cap")
+    only_ex = zero.assign(**{"launch path": "cuLaunchKernelEx path", "launched by": "cuLaunchKernelEx"})
+    g = lessons.glue_cupti_zero(only_ex, spec)
+    assert g["plain_above_sentence"].startswith("No kernel over the cap")
+    below = ~only_ex["> 48 KiB"]
+    assert below.any()
+    g = lessons.glue_cupti_zero(only_ex.assign(**{"CUPTI est. %": only_ex["CUPTI est. %"].where(~below, 0)}), spec)
+    assert "not zero" not in g["ex_below_sentence"] and "read above zero" in g["ex_below_sentence"]
 
 
 def ncu_rows(stage):
