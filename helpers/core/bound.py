@@ -158,9 +158,12 @@ def of_call(summary) -> Bound | None:
     return bound(median(loop), busy, timed_by=LOOP, spread=(min(loop), max(loop)), busy_from=source)
 
 
+NO_TIMER_WORDS = "no caller's timer recorded"
+
+
 def words(b: Bound | None) -> str:
     """The verdict's word for a table cell: `b.words`, or the no-timer line's short form."""
-    return "no caller's timer recorded" if b is None else b.words
+    return NO_TIMER_WORDS if b is None else b.words
 
 
 def of_step(row) -> Bound:
