@@ -76,3 +76,35 @@ def linked_set(source: Path, root: Path, timers: dict | None) -> Path:
         # training/ is a link into the real set: its steps' timers live in the top-level file
         (target / "timers.json").write_text(json.dumps(timers, indent=1))
     return target
+
+
+def timer_record(trace_path: Path) -> dict | None:
+    """The trace's record in its set's timers.json (forwards, or training_steps for a trace under
+    training/), read raw; None where the set has no timers.json or no record of it."""
+    trace_path = Path(trace_path)
+    training = trace_path.parent.name == "training"
+    folder = trace_path.parent.parent if training else trace_path.parent
+    if not (folder / "timers.json").is_file():
+        return None
+    doc = json.loads((folder / "timers.json").read_text())
+    rec = doc.get("training_steps" if training else "forwards", {}).get(trace_path.name.split(".")[0])
+    return rec if rec and rec.get("loop_us") else None
+
+
+def median(xs) -> float:
+    v = sorted(float(x) for x in xs)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def later_calls_raw(trace_paths) -> tuple[list, str]:
+    """What a later call costs per trace, all timed alike: the loop's median where every one has a
+    timers.json record, else each provenance's do_bench_us; and the timer's words."""
+    recs = [timer_record(p) for p in trace_paths]
+    if all(recs):
+        return [median(r["loop_us"]) for r in recs], "the caller's loop"
+    out = []
+    for p in trace_paths:
+        with gzip.open(p, "rt") as f:
+            out.append(json.load(f)["provenance"].get("do_bench_us"))
+    return out, "do_bench (cold call)"

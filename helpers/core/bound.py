@@ -189,3 +189,19 @@ def speed_words(now_us: float, before_us: float) -> str:
     if abs(ratio - 1) <= SAME_WITHIN:
         return ABOUT_THE_SAME
     return FASTER if ratio < 1 else SLOWER
+
+
+# --- what a later call costs ------------------------------------------------------------------
+LATER_BY_LOOP, LATER_BY_BENCH = "the caller's loop", "do_bench (cold call)"
+
+
+def later_calls(*summaries) -> tuple[list[float | None], str]:
+    """What a later call costs, for each of `summaries` (Profile summaries), timed alike: the
+    caller's loop per call (median) where every one has it, else do_bench's median (a cold call,
+    its launch work hidden: the nearest figure a recording without the caller's timer holds), with
+    the timer's name. Two figures set against each other always come from the same timer."""
+    loops = [s.get("loop_us") for s in summaries]
+    if all(_known(x) and len(x) for x in loops):
+        return [median(x) for x in loops], LATER_BY_LOOP
+    benches = [s.get("do_bench_us") for s in summaries]
+    return [float(b) if _known(b) else None for b in benches], LATER_BY_BENCH
