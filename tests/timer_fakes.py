@@ -108,3 +108,32 @@ def later_calls_raw(trace_paths) -> tuple[list, str]:
         with gzip.open(p, "rt") as f:
             out.append(json.load(f)["provenance"].get("do_bench_us"))
     return out, "do_bench (cold call)"
+
+
+NO_TIMER_WORDS = "no caller's timer recorded"
+
+
+def raw_call(trace_path: Path, trace_gpu_us: float) -> dict | None:
+    """The book's bound of one call in plain code: the loop's repeats (timers.json's record, else
+    a live recording's own provenance), their median against the busy time beside them (timers.json's
+    busy_us; else the trace's GPU time, `trace_gpu_us`). The line is 1.1 × busy: about even when it
+    lies within [min, max] of the repeats, else bound by the GPU when the median is at most the line,
+    else by the CPU. None where there is no loop."""
+    rec = timer_record(trace_path)
+    if rec is not None:
+        loop, busy = rec["loop_us"], rec["busy_us"]
+    else:
+        with gzip.open(trace_path, "rt") as f:
+            loop = json.load(f)["provenance"].get("loop_us")
+        busy = trace_gpu_us
+    if not loop:
+        return None
+    wall, line = median(loop), 1.1 * busy
+    verdict = ("about even" if min(loop) <= line <= max(loop) else
+               "bound by the GPU" if wall <= line else "bound by the CPU")
+    return {"wall": wall, "lo": min(loop), "hi": max(loop), "busy": busy, "verdict": verdict}
+
+
+def loop_around(wall: float, spread: float = 0.01) -> list[float]:
+    """Seven made-up repeats whose median is `wall`, within ±`spread` of it (tests edit them in)."""
+    return [wall * (1 + spread * f) for f in (-1.0, -0.5, -0.2, 0.0, 0.2, 0.5, 1.0)]
