@@ -144,3 +144,53 @@ def test_a_set_without_timers_draws_no_verdict_and_says_so_once(tmp_path, monkey
     assert "bound by the CPU" not in g["verdicts"] and "bound by the GPU" not in g["verdicts"]
     for value in g.values():
         assert "nan" not in str(value).lower()
+
+
+def test_the_training_step_table_is_the_raw_loop_against_the_raw_busy_time(recording):
+    """Chapter 11's step timer table: each training step's loop (median, min–max) and bound from
+    timers.json's training_steps, read raw."""
+    from helpers.core.stages import stages_where
+    from helpers.training import chapter as training
+    from helpers.training.sources_modes import load_step
+    folder, doc, _ = recording
+    steps = {s: load_step(s) for s in stages_where(has_training=True)
+             if (folder / "training" / f"{s}__{raw.DEFAULT}.json.gz").exists()}
+    t = training.timer_table(steps).set_index("stage")
+    for stage in steps:
+        rec = doc["training_steps"].get(f"{stage}__{raw.DEFAULT}")
+        row = t.loc[stage]
+        assert row["bound"] == expected(rec), stage
+        if rec is None:
+            assert row["loop spread µs"] == "—"
+            continue
+        assert row["step loop µs"] == pytest.approx(median(rec["loop_us"]), abs=0.051)
+        assert row["loop spread µs"] == f"{min(rec['loop_us']):,.1f}–{max(rec['loop_us']):,.1f}"
+        assert row["GPU busy µs (beside the loop)"] == pytest.approx(rec["busy_us"], abs=0.051)
+
+
+def test_the_roofline_and_flex_verdicts_are_the_raw_rule(recording):
+    """Chapter 9's bound column (every recorded shape) and 06c's call gap, from timers.json read raw."""
+    from helpers import flex, roofline, stages_where
+    folder, doc, profiles = recording
+    s = Session(mode="replay")
+    stages = stages_where(has_ncu=True, variant_of=None, dispatched=False)
+    c = s.counters(stages, sweep=s.ncu_shapes("sdpa_flash"), sweep_stages=roofline.SWEEP_STAGES)
+    roof = roofline.load_ceilings(c, *s.ceilings())
+    pts = roofline.points(c, roof, roofline.timings(s.timed(c, quiet=True)))
+    shown = roofline.table(pts[pts["shape"] == raw.DEFAULT])
+    for p in pts.to_dict("records"):
+        rec = doc["forwards"].get(f"{p['stage']}__{p['shape']}")
+        want = expected(rec)
+        assert p["bound"] == want, (p["stage"], p["shape"])
+        assert p["bound by the CPU"] == {"bound by the CPU": True, "bound by the GPU": False}.get(want)
+        if rec:
+            assert p["loop µs"] == pytest.approx(median(rec["loop_us"]))
+        if p["shape"] == raw.DEFAULT:
+            cell = shown.loc[p["stage"], "bound by the CPU"]
+            assert cell == {"bound by the CPU": "yes", "bound by the GPU": "no", "about even": "about even"}.get(want, "—")
+    gap = flex.call_gap({n: profiles[n] for n in ("sdpa_flash", "flex", "flex_sliding") if n in profiles})
+    for stage, row in gap.iterrows():
+        rec = doc["forwards"].get(f"{stage}__{raw.DEFAULT}")
+        assert row["bound"] == expected(rec), stage
+        if rec:
+            assert row["gap µs"] == pytest.approx(median(rec["loop_us"]) - rec["busy_us"], abs=0.051)
