@@ -193,3 +193,13 @@ def test_recorded_step_bound_follows_the_raw_gaps(path):
         assert got.wall_us == pytest.approx(span, abs=0.01) and got.busy_us == pytest.approx(busy, abs=0.01)
         assert got.by == expected, (step, span, busy, host, other)
         assert breakdown.verdict(prof, step).startswith(b.WORDS[expected])
+
+
+def test_two_later_calls_are_timed_alike():
+    # figures set against each other come from one timer: the loop only where every one has it
+    looped = {"loop_us": [3.0, 1.0, 2.0], "do_bench_us": 10.0}
+    other = {"loop_us": [5.0, 4.0, 6.0], "do_bench_us": 20.0}
+    untimed = {"loop_us": None, "do_bench_us": 20.0}
+    assert b.later_calls(looped, other) == ([2.0, 5.0], b.LATER_BY_LOOP)
+    assert b.later_calls(looped, untimed) == ([10.0, 20.0], b.LATER_BY_BENCH)
+    assert b.later_calls({"loop_us": None, "do_bench_us": None}) == ([None], b.LATER_BY_BENCH)

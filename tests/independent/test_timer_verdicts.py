@@ -193,4 +193,15 @@ def test_the_roofline_and_flex_verdicts_are_the_raw_rule(recording):
         rec = doc["forwards"].get(f"{stage}__{raw.DEFAULT}")
         assert row["bound"] == expected(rec), stage
         if rec:
-            assert row["gap µs"] == pytest.approx(median(rec["loop_us"]) - rec["busy_us"], abs=0.051)
+            wall = median(rec["loop_us"])
+            assert row["gap µs"] == pytest.approx(wall - rec["busy_us"], abs=0.051)
+            assert row["GPU busy %"] == pytest.approx(min(100.0, 100 * rec["busy_us"] / wall), abs=0.051)
+    # the sweep's widest gap: the seq where a loop's flex call over its busy time is largest
+    sweep = flex.gap_sweep(s.grid(flex.GAP_STAGES, flex.gap_shapes(), known=profiles))
+    ratios = {}
+    for seq in sorted(set(sweep["seq"])):
+        rec = doc["forwards"].get(f"flex__b8_h16_s{seq}_d64_bfloat16_causal")
+        if rec:
+            ratios[seq] = round(median(rec["loop_us"]) / rec["busy_us"], 2)
+    if ratios:
+        assert flex.widest_gap(sweep) == max(ratios, key=ratios.get)
