@@ -82,8 +82,8 @@ class Bound:
 
     @property
     def busy_pct(self) -> float:
-        """The share of the wall time the GPU is busy, at most 100: do_bench and the profiler time
-        separate runs, and a busy time a little over the wall time means busy all of it."""
+        """The share of the wall time the GPU is busy, at most 100: the loop and the busy time come
+        from separate runs, and a busy time a little over the wall time means busy all of it."""
         return min(100.0, 100 * self.busy_us / self.wall_us) if self.wall_us > 0 else float("nan")
 
     @property
