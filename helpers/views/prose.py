@@ -116,6 +116,24 @@ def glue_timer(profiles: dict) -> dict:
     return values
 
 
+def glue_bound(prof: Profile, prefix: str | None = None) -> dict:
+    """Glue one call's bound as a sentence a page can end a paragraph with, `<stage>_call_bound`
+    (the book's one definition, `helpers.core.bound.of_call`): what a loop pays per call, the GPU's
+    busy time in it and the verdict; without the caller's timer, the one line that says so, with
+    do_bench's cold call beside it."""
+    from ..core.bound import NO_TIMER, of_call
+    s, prefix = prof.summary(), prefix or prof.stage
+    b = of_call(s)
+    if b is not None:
+        text = (f"a loop of back-to-back calls pays {b.wall_us:,.1f} µs per call without the profiler "
+                f"({b.spread_text}), and the GPU is busy {b.busy_us:,.1f} µs of it: {b.words}")
+    else:
+        bench = s["do_bench_us"]
+        text = NO_TIMER + ("" if bench is None else f" (do_bench's cold call: {float(bench):,.1f} µs)")
+    glue(f"{prefix}_call_bound", text)
+    return {"call_bound": text}
+
+
 def glue_async(prof: Profile, prefix: str | None = None) -> dict:
     """Glue what one forward's timeline shows about asynchronous launch, in µs from the start of
     `attn_fwd` on the CPU: when the CPU finished issuing (`<stage>_async_cpu_done_us`), when the

@@ -205,3 +205,16 @@ def test_the_roofline_and_flex_verdicts_are_the_raw_rule(recording):
             ratios[seq] = round(median(rec["loop_us"]) / rec["busy_us"], 2)
     if ratios:
         assert flex.widest_gap(sweep) == max(ratios, key=ratios.get)
+
+
+def test_one_calls_bound_sentence_is_the_raw_rule(recording):
+    """prose.glue_bound: the sentence a page ends a paragraph with, from timers.json read raw."""
+    folder, doc, profiles = recording
+    for stage, prof in profiles.items():
+        rec = doc["forwards"].get(f"{stage}__{raw.DEFAULT}")
+        text = prose.glue_bound(prof)["call_bound"]
+        if expected(rec) == "no caller's timer recorded":
+            assert text.startswith(NO_TIMER)
+            continue
+        assert text.endswith(": " + expected(rec)), stage
+        assert f"pays {median(rec['loop_us']):,.1f} µs per call" in text and f"busy {rec['busy_us']:,.1f} µs" in text
