@@ -428,7 +428,7 @@ def glue_sweep(sweep: pd.DataFrame) -> dict:
                                  f"for {float(lo['busy µs']):,.1f} µs of GPU work ({values['ratio_lo']}×), at seq "
                                  f"{values['seq_hi']} {values['ratio_hi']}×; bound by the GPU {values['closes_at']}.")
         else:
-            values["summary"] = (f"{NO_TIMER}; do_bench's cold call reads "
+            values["summary"] = (f"{NO_TIMER}; do_bench (one cold call) reads "
                                  + (f"{values['bench_lo']:,.1f} µs at seq {values['seq_lo']} and {values['bench_hi']:,.1f} µs "
                                     f"at seq {values['seq_hi']}." if values["bench_lo"] and values["bench_hi"] else "nothing either."))
         for key, value in values.items():

@@ -49,7 +49,7 @@ STEP_SPAN = "the step's GPU span"
 BUSY_TIMERS = "the GPU's busy time beside the loop"
 BUSY_TRACE = "the profiler's GPU time of one forward"
 # one reader-facing line where a recording has no caller's timer: no verdict is drawn
-NO_TIMER = ("this recording has no caller's timer; do_bench's cold-call time is shown "
+NO_TIMER = ("this recording has no caller's timer; do_bench's figure (one cold call) is shown "
             "but decides nothing")
 
 

@@ -64,6 +64,7 @@ def glue_timer(profiles: dict) -> dict:
     * `timer_verdicts`: one sentence naming the stages bound by the CPU, those about even (with the
       line and the loop's spread) and how many are bound by the GPU; where no stage has the
       caller's timer, the one line that says so (`bound.NO_TIMER`);
+    * `timer_timed`: how many of the stages the caller's timer timed ("every one of the 11 stages");
     * `timer_cpu_bound` / `timer_cpu_bound_count` / `timer_even`: the lists behind it;
     * `timer_overhead`: the profiler's overhead shown on the GPU-bound stage whose profiled CPU
       time most exceeds the loop's whole time per call (`timer_example_*`), or why none can."""
@@ -74,7 +75,10 @@ def glue_timer(profiles: dict) -> dict:
     even = [n for n, b in timed.items() if b.by == EVEN]
     gpu = [n for n, b in timed.items() if b.by == GPU]
     untimed = [n for n, b in bounds.items() if b is None]
-    values = {"line_pct": f"{LINE:.0%}", "cpu_bound": _names(cpu) if cpu else "no stage",
+    n = len(bounds)
+    timed_words = (f"every one of the {n} stages" if len(timed) == n else
+                   f"no stage of the {n}" if not timed else f"{len(timed)} of the {n} stages")
+    values = {"line_pct": f"{LINE:.0%}", "timed": timed_words, "cpu_bound": _names(cpu) if cpu else "no stage",
               "cpu_bound_count": len(cpu), "even": _names(even) if even else "no stage"}
     if not timed:
         values["verdicts"] = NO_TIMER[0].upper() + NO_TIMER[1:] + ", so no stage here is called bound by either."
@@ -129,7 +133,7 @@ def glue_bound(prof: Profile, prefix: str | None = None) -> dict:
                 f"({b.spread_text}), and the GPU is busy {b.busy_us:,.1f} µs of it: {b.words}")
     else:
         bench = s["do_bench_us"]
-        text = NO_TIMER + ("" if bench is None else f" (do_bench's cold call: {float(bench):,.1f} µs)")
+        text = NO_TIMER + ("" if bench is None else f" (do_bench, one cold call: {float(bench):,.1f} µs)")
     glue(f"{prefix}_call_bound", text)
     return {"call_bound": text}
 

@@ -26,7 +26,7 @@ from . import raw
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from timer_fakes import TRACES, fake_timers, linked_set  # noqa: E402
 
-NO_TIMER = "this recording has no caller's timer; do_bench's cold-call time is shown but decides nothing"
+NO_TIMER = "this recording has no caller's timer; do_bench's figure (one cold call) is shown but decides nothing"
 REAL = [p.parent.name for p in sorted(TRACES.glob("*/timers.json"))]
 
 
@@ -115,6 +115,9 @@ def test_the_glued_sentence_names_the_stages_the_raw_rule_names(recording):
         want += f" No verdict for {names(untimed)}: {NO_TIMER}."
     assert g["verdicts"] == want
     assert g["cpu_bound_count"] == len(cpu)
+    n, timed = len(profiles), len(profiles) - len(untimed)
+    assert g["timed"] == (f"every one of the {n} stages" if timed == n else f"no stage of the {n}" if not timed
+                          else f"{timed} of the {n} stages")
     # the overhead example: the GPU-bound stage whose profiled CPU time most exceeds the loop's call
     over = {s: raw.forward(folder / f"{s}__{raw.DEFAULT}.json.gz").cpu_us / median(recs[s]["loop_us"]) for s in gpu}
     over = {s: r for s, r in over.items() if r > 1}
