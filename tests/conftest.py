@@ -61,9 +61,13 @@ def cuda_available() -> bool:
         return False
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the load groups added here
 def pytest_collection_modifyitems(config, items):
     # the tests that read the book build come last: the build runs in the background meanwhile
     items.sort(key=lambda item: bool(BOOK_FIXTURES & set(getattr(item, "fixturenames", ()))))
+    _keep_page_groups_together(items)
+    _one_worker_per_module_fixture(items)
+    _name_load_groups(config, items)
     if cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False here)")
@@ -72,6 +76,59 @@ def pytest_collection_modifyitems(config, items):
         # checkout's folder, and a checkout named gpu skipped the whole suite
         if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)
+
+
+def _keep_page_groups_together(items) -> None:
+    """The checks that share one page's loads (test_browser.page_group: an xdist group named
+    page-<path>) run one after the other, where the first of them stood: pytest-xdist's loadgroup
+    sends a group to one worker in this order, and a run without xdist keeps it too, so that each
+    page is loaded once per view and shared while it is open."""
+    first: dict[str, int] = {}
+    keys = []
+    for i, item in enumerate(items):
+        mark = item.get_closest_marker("xdist_group")
+        name = (mark.args[0] if mark.args else mark.kwargs.get("name", "")) if mark else ""
+        keys.append(first.setdefault(name, i) if str(name).startswith("page-") else i)
+    order = sorted(range(len(items)), key=keys.__getitem__)  # stable: a group keeps its own order
+    items[:] = [items[i] for i in order]
+
+
+def _one_worker_per_module_fixture(items) -> None:
+    """A module whose tests share a module-scoped fixture of its own (three torch.compile runs in
+    test_fx_cache, the replay set's counters in test_hardware_views, ...) runs on one pytest-xdist
+    worker: split between the two, each worker computed the fixture again. Tests already in a load
+    group keep theirs; browser tests stay spread (their module fixtures are cheap, their tests long:
+    test_guess_js's two readers would run one after the other)."""
+    for item in items:
+        if (item.get_closest_marker("xdist_group") is not None or item.get_closest_marker("browser") is not None
+                or not hasattr(item, "_fixtureinfo")):
+            continue
+        module = item.nodeid.split("::", 1)[0]
+        for name in item._fixtureinfo.names_closure:
+            defs = item._fixtureinfo.name2fixturedefs.get(name) or ()
+            if any(d.scope in ("module", "class", "package") and (d.baseid or "").split("::", 1)[0] == module
+                   for d in defs):
+                item.add_marker(pytest.mark.xdist_group(f"module-{module}"))
+                break
+
+
+def _name_load_groups(config, items) -> None:
+    """pytest-xdist 3.8 sends a load group to one worker by appending `@group` to each test's node
+    id through `item._nodeid`, which pytest 9.2 no longer reads (pytest-dev/pytest-xdist#1386): every
+    xdist_group was silently ignored, each test sent on its own. Append it where pytest 9.2 reads
+    the id, on a worker of a loadgroup run (a later xdist that does it too adds the same name again:
+    the scheduler reads the last)."""
+    if not ("PYTEST_XDIST_WORKER" in os.environ and getattr(config.option, "loadgroup", False)):
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # a pytest before 9.2: xdist's own `_nodeid` works there
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if names and isinstance(getattr(item, "_id", None), NodeId):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
 
 
 def load_static_book():

@@ -62,6 +62,18 @@ def toc_pages() -> list[str]:
 PAGES = toc_pages()
 
 
+def page_group(path: str):
+    """The xdist load group of the checks that read one page: they run on one worker, one after
+    the other (conftest keeps them together in a run without xdist too), so that the page is
+    loaded once per view and shared (shared_visit), not once per check."""
+    return pytest.mark.xdist_group(f"page-{path}")
+
+
+def page_params(paths: list[str]) -> list:
+    """`path` parameters in their page's load group (the test ids stay the paths)."""
+    return [pytest.param(path, marks=page_group(path)) for path in paths]
+
+
 def stage_pages() -> list[str]:
     """Notebook pages about one stage: those whose code names the page's profile (`prof = ...`)."""
     pages = []
@@ -98,8 +110,17 @@ def book(book_build, request) -> Path:
     return html_dir
 
 
+_SERVERS: dict[Path, str] = {}  # the book's folder -> its server's address, one per run
+
+
 @pytest.fixture(scope="session")
 def server(book):
+    """`python -m http.server` over the build. Other modules import this fixture, which gives each
+    of them its own session fixture: the first starts the server, the others share it (so that a
+    page loaded by one module's check is the same page, at the same address, for another's)."""
+    if book in _SERVERS:
+        yield _SERVERS[book]
+        return
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -117,7 +138,10 @@ def server(book):
                 proc.kill()
                 pytest.fail("python -m http.server did not start")
             time.sleep(0.2)
+    _SERVERS[book] = base
     yield base
+    _SHARED.close_all()
+    del _SERVERS[book]
     proc.terminate()
     proc.wait(timeout=10)
 
@@ -128,6 +152,7 @@ class Visit:
     def __init__(self, browser, base: str, path: str, theme: str, viewport: tuple[int, int] = LAPTOP):
         self.base, self.path, self.theme, self.size = base, path, theme, viewport
         self.problems: list[str] = []
+        self.memo: dict[str, object] = {}
         self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
                                            color_scheme=theme, accept_downloads=True)
         self.context.route("**/*", self._route)
@@ -168,6 +193,43 @@ class Visit:
     def close(self):
         self.context.close()
 
+    def once(self, what: str, read):
+        """What `read(self)` returns, read once per load: the checks that share this visit and
+        need the same reading (a probe of the drawn page) get the first one's."""
+        if what not in self.memo:
+            self.memo[what] = read(self)
+        return self.memo[what]
+
+
+class SharedVisits:
+    """Pages loaded once per view (path, theme, size) and kept open for every check that reads
+    them without changing them for good (test_page, test_reading_limits, the drawn-chart check,
+    the calculator's views): one load instead of one per check. A check that leaves the page
+    changed (a click that navigates, a guess answered) takes the `visit` fixture instead: its own
+    load. The last few views stay open (a page's checks run one after the other: page_group)."""
+
+    KEEP = 4  # the views of one page: light and dark on a laptop, light (and dark) on a phone
+
+    def __init__(self):
+        self.open: dict[tuple, Visit] = {}
+
+    def get(self, browser, base: str, path: str, theme: str, viewport: tuple[int, int]) -> Visit:
+        key = (id(browser), base, path, theme, tuple(viewport))
+        v = self.open.pop(key, None)
+        if v is None:
+            v = Visit(browser, base, path, theme, viewport).open()
+        self.open[key] = v  # the most recent last
+        while len(self.open) > self.KEEP:
+            self.open.pop(next(iter(self.open))).close()
+        return v
+
+    def close_all(self) -> None:
+        while self.open:
+            self.open.pop(next(iter(self.open))).close()
+
+
+_SHARED = SharedVisits()
+
 
 @pytest.fixture
 def visit(browser, server):
@@ -181,6 +243,15 @@ def visit(browser, server):
     yield open_page
     for v in opened:
         v.close()
+
+
+@pytest.fixture
+def shared_visit(browser, server):
+    """Like `visit`, but the page comes from the loads shared by the checks that read it
+    (SharedVisits): for checks that leave the page as they found it."""
+    def open_page(path: str, theme: str = "light", viewport: tuple[int, int] = LAPTOP) -> Visit:
+        return _SHARED.get(browser, server, path, theme, viewport)
+    return open_page
 
 
 # --- the JavaScript probes ---------------------------------------------------------------------
@@ -274,6 +345,11 @@ def body_text(v: Visit) -> str:
     return v.page.evaluate("() => document.body.innerText")
 
 
+def contrast(v: Visit) -> list[str]:
+    """Text below MIN_CONTRAST on the page as loaded, read once per load."""
+    return v.once("contrast", lambda v: v.page.evaluate(CONTRAST_JS, MIN_CONTRAST))
+
+
 # --- the tests ------------------------------------------------------------------------------------
 
 def test_every_built_page_is_tested(book):
@@ -342,11 +418,11 @@ def check_layout(v: Visit) -> None:
 
 
 @pytest.mark.parametrize("theme,size", VIEWS, ids=[f"{t}-{w}" for t, (w, _) in VIEWS])
-@pytest.mark.parametrize("path", PAGES)
-def test_page(visit, book, path, theme, size):
+@pytest.mark.parametrize("path", page_params(PAGES))
+def test_page(shared_visit, book, path, theme, size):
     """Loads clean, draws every chart, stays legible and fits the screen; on a laptop in light:
-    folds, hovers, download, launch."""
-    v = visit(path, theme, size)
+    folds, hovers, download, launch (each left as it was: the load is shared)."""
+    v = shared_visit(path, theme, size)
     assert v.page.evaluate("() => document.documentElement.dataset.theme") == theme
     for plot in v.page.evaluate(PLOTS_JS):
         assert plot["traces"] > 0 and plot["points"] > 0, f"plotly figure {plot['id']} has no data"
@@ -354,7 +430,7 @@ def test_page(visit, book, path, theme, size):
     text = body_text(v)
     for escaped in ("&lt;", "&gt;", "&amp;"):
         assert escaped not in text, f"{escaped} shown as text: a kernel name was escaped twice"
-    bad = v.page.evaluate(CONTRAST_JS, MIN_CONTRAST)
+    bad = contrast(v)
     assert not bad, f"text below {MIN_CONTRAST}:1 contrast in the {theme} theme:\n" + "\n".join(bad)
     # every Font Awesome icon drawn (static_book cuts fontawesome.js down to the icons the book names)
     undrawn = v.page.evaluate("""() => [...document.querySelectorAll('i[class*="fa-"]')].map(i => i.className)""")
@@ -370,7 +446,9 @@ def test_page(visit, book, path, theme, size):
     assert not v.problems, "\n".join(v.problems)
 
 
-def test_template_kernel_names_read_literally(visit, book):
+@page_group("book/kernel_names.html")
+def test_template_kernel_names_read_literally(shared_visit, book):
+    visit = shared_visit
     v = visit("book/kernel_names.html")
     text = body_text(v)
     assert "flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4" in text
@@ -450,10 +528,11 @@ def test_a_link_opens_the_calculator_on_its_configuration(visit, book):
         assert not visit_.problems, "\n".join(visit_.problems)
 
 
+@page_group(CALCULATOR)
 @pytest.mark.parametrize("theme", THEMES)
 @pytest.mark.parametrize("viewport", [(1400, 900), (390, 844)], ids=["laptop", "phone"])
-def test_the_calculator_reads_on_a_laptop_and_a_phone(visit, book, viewport, theme):
-    v = visit(CALCULATOR, theme, viewport)
+def test_the_calculator_reads_on_a_laptop_and_a_phone(shared_visit, book, viewport, theme):
+    v = shared_visit(CALCULATOR, theme, viewport)
     calculator_state(v)
     # nothing wider than the screen (the resource table scrolls inside its own box)
     overflow = v.page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
@@ -461,7 +540,7 @@ def test_the_calculator_reads_on_a_laptop_and_a_phone(visit, book, viewport, the
     for selector in (".apo-headline", ".apo-curves", ".apo-sm", ".apo-controls"):
         box = v.page.locator(selector).bounding_box()
         assert box and box["width"] <= viewport[0], selector
-    bad = v.page.evaluate(CONTRAST_JS, MIN_CONTRAST)
+    bad = contrast(v)
     assert not bad, "\n".join(bad)
     name = f"calculator__{viewport[0]}x{viewport[1]}__{theme}"
     v.page.screenshot(path=str(book.parent / "screenshots" / f"{name}.png"), full_page=True)
@@ -488,72 +567,6 @@ def test_chapter_07_opens_each_kernel_in_the_calculator(visit, book):
     links.first.click()
     v.page.wait_for_url("**/calculator.html?*")
     assert calculator_state(v)["config"]["threads"] == int(parse_qs(urlsplit(hrefs[0]).query)["threads"][0])
-    assert not v.problems, "\n".join(v.problems)
-
-
-# --- the trace behind each stage page ---------------------------------------------------------
-
-PERFETTO = "https://ui.perfetto.dev"
-# stands in for ui.perfetto.dev: answers PING with PONG, as Perfetto does, and keeps what it gets
-PERFETTO_STUB = """<!doctype html><title>Perfetto (test stub)</title><script>
-window.pings = 0; window.received = null;
-window.addEventListener('message', (e) => {
-  if (e.data === 'PING') { window.pings++; e.source.postMessage('PONG', '*'); return; }
-  const p = e.data && e.data.perfetto;
-  if (p) window.received = {title: p.title, fileName: p.fileName, isBuffer: p.buffer instanceof ArrayBuffer,
-                            bytes: Array.from(new Uint8Array(p.buffer))};
-});
-</script>"""
-
-
-def kineto_trace(data: bytes) -> dict:
-    """The trace a gzipped file holds, checked to be a Kineto chrome trace of one stage."""
-    document = json.loads(gzip.decompress(data))
-    events = document["traceEvents"]
-    assert any(e.get("cat") == "kernel" for e in events), "no kernel event: not a Kineto GPU trace"
-    assert any(re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")) for e in events), "no profiler step"
-    assert document["provenance"]["stage"]
-    return document
-
-
-def test_there_are_stage_pages():
-    assert "notebooks/01_naive.html" in STAGE_PAGES and len(STAGE_PAGES) >= 6, STAGE_PAGES
-
-
-@pytest.mark.parametrize("path", STAGE_PAGES)
-def test_stage_page_links_its_trace_and_opens_it_in_perfetto(visit, book, path):
-    v = visit(path)
-    link = v.page.locator("a.ap-trace-download")
-    assert link.count() == 1, "a stage page links the trace behind it, once"
-    href = link.get_attribute("href")
-    assert not href.startswith("data:"), "the book serves the trace as a file of the build"
-    assert (book / Path(path).parent / href).resolve().is_file()
-
-    link.scroll_into_view_if_needed()
-    with v.page.expect_download() as download:
-        link.click()
-    downloaded = Path(download.value.path()).read_bytes()
-    assert download.value.suggested_filename == link.get_attribute("download")
-    document = kineto_trace(downloaded)
-    stage = document["provenance"]["stage"]
-    assert re.search(rf"(Replaying|Profiled) [\w, ]*\b{stage}\b", body_text(v))
-    recorded = ROOT / "notebooks" / "traces" / "h200" / download.value.suggested_filename
-    if "Replaying" in body_text(v):
-        assert downloaded == recorded.read_bytes(), "in replay the link serves the recorded file as it is"
-
-    # the last route registered wins: ui.perfetto.dev is the stub, everything else stays blocked
-    v.context.route(f"{PERFETTO}/**", lambda route: route.fulfill(status=200, content_type="text/html",
-                                                                   body=PERFETTO_STUB))
-    with v.page.expect_popup() as popup_info:
-        v.page.locator("button.ap-perfetto").click()
-    popup = popup_info.value
-    assert popup.url.startswith(PERFETTO)
-    popup.wait_for_function("() => window.received !== null", timeout=15000)
-    received = popup.evaluate("() => window.received")
-    assert received["isBuffer"] and popup.evaluate("() => window.pings") >= 1
-    assert received["fileName"] == download.value.suggested_filename and stage in received["title"]
-    assert gzip.decompress(bytes(received["bytes"])) == gzip.decompress(downloaded)
-    assert "Sent to Perfetto" in v.page.locator(".ap-perfetto-status").inner_text()
     assert not v.problems, "\n".join(v.problems)
 
 
@@ -612,7 +625,8 @@ def drawn_trace_types(page_html: str) -> set[str]:
     return types
 
 
-def test_the_plotly_bundle_holds_every_trace_type_the_book_draws(visit, book):
+def test_the_plotly_bundle_holds_every_trace_type_the_book_draws(shared_visit, book):
+    visit = shared_visit
     pages = {str(p.relative_to(book)): p.read_text() for p in book.rglob("*.html")
              if not p.relative_to(book).parts[0].startswith("_")}
     drawn = {path: drawn_trace_types(text) for path, text in pages.items()}
@@ -685,12 +699,12 @@ NOTEBOOK_PAGES = [p for p in PAGES if p.startswith("notebooks/")]
 
 
 @pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["1400", "390"])
-@pytest.mark.parametrize("path", NOTEBOOK_PAGES)
-def test_reading_limits(visit, book, path, size):
+@pytest.mark.parametrize("path", page_params(NOTEBOOK_PAGES))
+def test_reading_limits(shared_visit, book, path, size):
     """What a reader meets before opening anything: at most 1,200 words of prose and 60 table rows
     a chapter; every chart's title and legend inside the chart and clear of each other; no console
-    error. A screenshot of each page and width goes beside the book."""
-    v = visit(path, "light", size)
+    error. The page is test_page's load (shared_visit)."""
+    v = shared_visit(path, "light", size)
     # chart_fit.js measures and lays out each shown chart after plotly draws it, then marks it
     v.page.wait_for_function("""() => [...document.querySelectorAll('.js-plotly-plot')]
         .filter(gd => gd.checkVisibility())
@@ -815,3 +829,71 @@ def test_live_charts_fit_the_screen(browser, book_build, how, size):
         assert not problems, "\n".join(problems)
     finally:
         context.close()
+
+
+# --- the trace behind each stage page (after the reading checks: its status line is on the page) -
+
+PERFETTO = "https://ui.perfetto.dev"
+# stands in for ui.perfetto.dev: answers PING with PONG, as Perfetto does, and keeps what it gets
+PERFETTO_STUB = """<!doctype html><title>Perfetto (test stub)</title><script>
+window.pings = 0; window.received = null;
+window.addEventListener('message', (e) => {
+  if (e.data === 'PING') { window.pings++; e.source.postMessage('PONG', '*'); return; }
+  const p = e.data && e.data.perfetto;
+  if (p) window.received = {title: p.title, fileName: p.fileName, isBuffer: p.buffer instanceof ArrayBuffer,
+                            bytes: Array.from(new Uint8Array(p.buffer))};
+});
+</script>"""
+
+
+def kineto_trace(data: bytes) -> dict:
+    """The trace a gzipped file holds, checked to be a Kineto chrome trace of one stage."""
+    document = json.loads(gzip.decompress(data))
+    events = document["traceEvents"]
+    assert any(e.get("cat") == "kernel" for e in events), "no kernel event: not a Kineto GPU trace"
+    assert any(re.fullmatch(r"ProfilerStep#\d+", e.get("name", "")) for e in events), "no profiler step"
+    assert document["provenance"]["stage"]
+    return document
+
+
+def test_there_are_stage_pages():
+    assert "notebooks/01_naive.html" in STAGE_PAGES and len(STAGE_PAGES) >= 6, STAGE_PAGES
+
+
+@pytest.mark.parametrize("path", page_params(STAGE_PAGES))
+def test_stage_page_links_its_trace_and_opens_it_in_perfetto(shared_visit, book, path):
+    # test_page's load (shared_visit): the download and the popup leave the page itself as it was
+    v = shared_visit(path)
+    link = v.page.locator("a.ap-trace-download")
+    assert link.count() == 1, "a stage page links the trace behind it, once"
+    href = link.get_attribute("href")
+    assert not href.startswith("data:"), "the book serves the trace as a file of the build"
+    assert (book / Path(path).parent / href).resolve().is_file()
+
+    link.scroll_into_view_if_needed()
+    with v.page.expect_download() as download:
+        link.click()
+    downloaded = Path(download.value.path()).read_bytes()
+    assert download.value.suggested_filename == link.get_attribute("download")
+    document = kineto_trace(downloaded)
+    stage = document["provenance"]["stage"]
+    assert re.search(rf"(Replaying|Profiled) [\w, ]*\b{stage}\b", body_text(v))
+    recorded = ROOT / "notebooks" / "traces" / "h200" / download.value.suggested_filename
+    if "Replaying" in body_text(v):
+        assert downloaded == recorded.read_bytes(), "in replay the link serves the recorded file as it is"
+
+    # the last route registered wins: ui.perfetto.dev is the stub, everything else stays blocked
+    v.context.route(f"{PERFETTO}/**", lambda route: route.fulfill(status=200, content_type="text/html",
+                                                                   body=PERFETTO_STUB))
+    with v.page.expect_popup() as popup_info:
+        v.page.locator("button.ap-perfetto").click()
+    popup = popup_info.value
+    assert popup.url.startswith(PERFETTO)
+    popup.wait_for_function("() => window.received !== null", timeout=15000)
+    received = popup.evaluate("() => window.received")
+    assert received["isBuffer"] and popup.evaluate("() => window.pings") >= 1
+    assert received["fileName"] == download.value.suggested_filename and stage in received["title"]
+    assert gzip.decompress(bytes(received["bytes"])) == gzip.decompress(downloaded)
+    assert "Sent to Perfetto" in v.page.locator(".ap-perfetto-status").inner_text()
+    popup.close()
+    assert not v.problems, "\n".join(v.problems)

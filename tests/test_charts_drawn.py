@@ -16,7 +16,7 @@ import importlib.util
 import pytest
 
 from conftest import ROOT
-from test_browser import LAPTOP, PHONE, book, server  # noqa: F401  (fixtures)
+from test_browser import LAPTOP, PAGES, PHONE, book, page_params, server, shared_visit  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -73,22 +73,26 @@ def test_the_checks_catch_each_planted_bug(browser, server):  # noqa: F811
     assert max(drawn[1]["axes"]["y"]["range"]) > 100
 
 
-@pytest.fixture(scope="module")
-def drawn_charts(browser, server, book):  # noqa: F811
-    """Every chart of every page of the build, at both widths: one page load per page and width."""
+def test_every_chart_page_is_read(book):  # noqa: F811
+    """The pages of the build that hold a chart are among the pages the test below reads."""
     pages = cc.chart_pages(book)
     assert len(pages) >= 10, f"only {len(pages)} pages of the build hold a chart: {pages}"
-    return pages, cc.check_pages(browser, server, pages)
+    assert set(pages) <= set(PAGES), f"chart pages no test reads: {sorted(set(pages) - set(PAGES))}"
 
 
 @pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["1400", "390"])
-def test_every_chart_reads_as_drawn(drawn_charts, size):
-    pages, rows = drawn_charts
-    rows = [r for r in rows if r["width"] == size[0]]
-    # every chart page was read, every chart drew axes and data (a probe that reads nothing passes nothing)
-    assert {r["page"] for r in rows} == set(pages)
-    empty = [f"{r['page']} #{r['chart']}" for r in rows if not r["drawn"].get("axes") or not r["drawn"].get("traces")]
+@pytest.mark.parametrize("path", page_params(PAGES))
+def test_every_chart_reads_as_drawn(shared_visit, book, path, size):  # noqa: F811
+    """Every chart of the page at this width, as drawn (every fold opened): the page is the load
+    test_browser's checks share (shared_visit: light theme, one load per page and width)."""
+    holds = "plotly-graph-div" in (book / path).read_text(encoding="utf-8", errors="replace")
+    v = shared_visit(path, "light", size)
+    charts = v.once("charts drawn", lambda v: cc.probe_open_page(v.page))
+    rows = [{"chart": c["index"], "title": c["title"], "problems": cc.check_chart(c, size[0]), "drawn": c}
+            for c in charts]
+    # a page whose HTML holds a chart drew it; a probe that reads nothing passes nothing
+    assert bool(rows) == holds, f"{path}: {len(rows)} charts drawn, the HTML {'holds' if holds else 'holds none'}"
+    empty = [f"{path} #{r['chart']}" for r in rows if not r["drawn"].get("axes") or not r["drawn"].get("traces")]
     assert not empty, f"charts without axes or data: {empty}"
-    bad = [f"{r['page']} #{r['chart']} '{r['title'][:50]}': " + "; ".join(r["problems"]) for r in rows if r["problems"]]
-    print(f"{len(rows)} charts on {len(pages)} pages checked at {size[0]} px, {len(bad)} fail")  # -s shows it
+    bad = [f"{path} #{r['chart']} '{r['title'][:50]}': " + "; ".join(r["problems"]) for r in rows if r["problems"]]
     assert not bad, f"{len(bad)} of {len(rows)} charts at {size[0]} px:\n" + "\n".join(bad)

@@ -112,12 +112,14 @@ def test_the_recording_plan_is_the_registry():
     plan = dry_run_plan(ROOT)
     assert plan[("record", "stages")] == list(facts) and plan[("record", "swept")] == having("swept")
     assert plan[("record", "command")] == ["record.py", "--sweep", "--stages", *facts]
+    assert plan[("timers", "stages")] == list(facts) and plan[("timers", "swept")] == having("swept")
+    assert plan[("timers", "has_training")] == having("has_training")
     assert plan[("ncu", "stages")] == having("has_ncu") and plan[("ncu", "ncu_swept")] == having("ncu_swept")
     assert plan[("training", "stages")] == having("has_training")
     assert plan[("training", "training_ncu")] == having("training_ncu")
     assert plan[("training", "snapshot")] == having("snapshot")
     assert [step for step, what in plan if what == "command"] == [
-        "record", "ncu", "ceilings", "training", "own_model", "smem_cliff"]
+        "record", "timers", "ncu", "ceilings", "training", "own_model", "smem_cliff"]
 
 
 # --- the stage recipe, on a copy ------------------------------------------------------------------

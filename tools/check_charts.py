@@ -321,7 +321,14 @@ def open_page(browser, base: str, page: str, size: tuple[int, int]):
     p.goto(f"{base}/{page}", wait_until="load")
     p.wait_for_function("() => [...document.querySelectorAll('.plotly-graph-div')].every(gd => gd._fullLayout)",
                         timeout=30000)
-    # charts in folded outputs are fitted when opened: open them all, then wait for every fit
+    open_folds(p)
+    return context, p
+
+
+def open_folds(p) -> list[int]:
+    """Open every fold (charts in folded outputs are fitted when opened), then wait for every fit;
+    the indices of the folds that were closed, for close_folds."""
+    closed = p.evaluate("() => [...document.querySelectorAll('details')].flatMap((d, i) => d.open ? [] : [i])")
     p.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
     try:
         p.wait_for_function("() => [...document.querySelectorAll('.plotly-graph-div')].every(gd => "
@@ -329,7 +336,19 @@ def open_page(browser, base: str, page: str, size: tuple[int, int]):
                             timeout=15000)
     except Exception:  # a chart without the book's fit script: read it as it is
         pass
-    return context, p
+    return closed
+
+
+def probe_open_page(p) -> list[dict]:
+    """The drawn state of every chart of a page already loaded (its charts drawn), read with every
+    fold open; the folds are closed again after, so that a page shared with other checks (the
+    browser tests load each page once) is left as it was."""
+    closed = open_folds(p)
+    try:
+        return p.evaluate(PROBE_JS)
+    finally:
+        p.evaluate("(closed) => { const all = document.querySelectorAll('details');"
+                   " closed.forEach(i => { all[i].open = false; }); }", closed)
 
 
 def check_pages(browser, base: str, pages: list[str], sizes=SIZES) -> list[dict]:

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from helpers.sources.replay import REPLAY_DIR, trace_path
 from helpers.core.replay_set import gpu_slug  # the one spelling of a GPU's folder
 from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable, stages_where
+from validate_recordings import InvalidRecording, refuse_invalid  # tools/: the raw checks of a saved trace
 
 BENCHMARK_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 # the shapes a reader can pick in replay: the article's, plus a sequence and head_dim sweep
@@ -46,7 +47,12 @@ def record(stages, shapes_for, root: Path = REPLAY_DIR, command: str = "") -> pd
                 traceback.print_exc()
                 rows.append({"stage": name, "shape": shape.key, "error": repr(err)})
                 continue
-            path = prof.save(trace_path(name, shape, slug, root))
+            try:  # a trace that fails the raw checks is moved aside, never kept under its name
+                path = refuse_invalid(prof.save(trace_path(name, shape, slug, root)), prof)
+            except InvalidRecording as err:
+                print(err, file=sys.stderr, flush=True)
+                rows.append({"stage": name, "shape": shape.key, "error": str(err)})
+                continue
             summary = prof.summary()
             row = {"stage": name, "shape": shape.key, "gpu": prof.provenance.gpu,
                    "gpu_events": summary["gpu_events"], "profiler_gpu_us": summary["gpu_time_us"],

@@ -4,6 +4,8 @@ One command for a new GPU (or a new stage): it runs, in turn, each recorder with
 facts as its defaults, into notebooks/traces/<gpu_slug(device)>/ (helpers.core.replay_set):
 
     tools/record.py --sweep       every registered stage at the article's shape, Stage.swept ones at every sweep shape
+    tools/record_timers.py        the caller's loop, do_bench and the busy time per call of every forward
+                                  and training step recorded (timers.json)
     tools/record_ncu.py           Nsight Compute's counters of Stage.has_ncu stages (Stage.ncu_swept: every seq)
     tools/record_ceilings.py      the GPU's matmul and copy ceilings
     tools/record_training.py      a training step of Stage.has_training stages (Stage.training_ncu: its backward
@@ -31,7 +33,7 @@ sys.path.insert(0, str(TOOLS.parent))   # run as a file: this checkout's helpers
 from helpers.core.stages import STAGES, stages_where  # noqa: E402
 
 # the recorders, in turn; the stages each one records are queries of the registry (`plan`)
-STEPS = ("record", "ncu", "ceilings", "training", "own_model", "smem_cliff")
+STEPS = ("record", "timers", "ncu", "ceilings", "training", "own_model", "smem_cliff")
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ def plan(only=STEPS) -> list[Step]:
     steps = {
         "record": Step("record", ("record.py", "--sweep", "--stages", *every), every,
                        {"swept (every sweep shape)": stages_where(swept=True)}),
+        "timers": Step("timers", ("record_timers.py", "--stages", *every), every,
+                       {"swept (every sweep shape)": stages_where(swept=True),
+                        "has_training (a training step too)": training}),
         "ncu": Step("ncu", ("record_ncu.py", "--stages", *ncu), ncu,
                     {"ncu_swept (every sweep seq)": stages_where(ncu_swept=True)}),
         "ceilings": Step("ceilings", ("record_ceilings.py",)),

@@ -32,6 +32,8 @@ sys.path.insert(0, str(ROOT))
 from helpers.sources.provenance import device_facts, now  # noqa: E402
 from helpers.own_model.sources import D_MODEL, EXPERIMENTS, FF, HEADS, LAYER, make_step  # noqa: E402
 from helpers.core.replay_set import ReplaySet  # noqa: E402
+sys.path.insert(0, str(ROOT / "tools"))
+from validate_recordings import refuse_invalid  # noqa: E402 - the raw checks of a saved trace
 
 COMMAND = "python tools/record_own_model.py"
 
@@ -40,7 +42,7 @@ def save(prof, path: Path, code: str) -> Path:
     """The Profile's trace with the code it ran in its provenance (load_trace reads it back)."""
     prof.provenance = dataclasses.replace(prof.provenance, command=COMMAND,
                                           extra=prof.provenance.extra | {"code": code})
-    prof.save(path)
+    refuse_invalid(prof.save(path), prof)  # a trace failing the raw checks is moved aside
     print(f"{prof.stage:26s} {len(prof.events):7d} events  {path.stat().st_size / 1024:8.1f} KB  -> {path}", flush=True)
     return path
 
@@ -82,6 +84,7 @@ def record_without_steps(torch, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt", encoding="utf-8") as f:
         json.dump(document, f, separators=(",", ":"))
+    refuse_invalid(path)
     print(f"{name:26s} {len(document['traceEvents']):7d} events  {path.stat().st_size / 1024:8.1f} KB  -> {path}", flush=True)
     return path
 

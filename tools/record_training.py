@@ -37,6 +37,8 @@ sys.path.insert(0, str(ROOT))
 from helpers.training import sources_step as training  # noqa: E402
 from helpers.core.replay_set import ReplaySet  # noqa: E402
 from helpers.core.stages import DEFAULT_SHAPE, STAGES, Shape, stages_where  # noqa: E402
+sys.path.insert(0, str(ROOT / "tools"))
+from validate_recordings import refuse_invalid  # noqa: E402 - the raw checks of a saved trace
 
 SNAPSHOT_SHAPE = training.SNAPSHOT_SHAPE
 SNAPSHOT_STAGES = stages_where(snapshot=True)   # the registry's facts (Stage.snapshot)
@@ -75,7 +77,7 @@ def record_traces(run: Run, stages, bench_csv: Path) -> None:
         started = time.perf_counter()
         try:
             prof = capture(name, DEFAULT_SHAPE, training=True, command=run.memory["command"])
-            path = prof.save(run.out / f"{name}__{DEFAULT_SHAPE.key}.json.gz")
+            path = refuse_invalid(prof.save(run.out / f"{name}__{DEFAULT_SHAPE.key}.json.gz"), prof)
             s = prof.summary()
             held = prof.provenance.extra["training"]
             rows.append({"stage": name, "shape": DEFAULT_SHAPE.key, "gpu": prof.provenance.gpu,

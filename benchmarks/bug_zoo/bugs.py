@@ -63,6 +63,17 @@ CO = "helpers/chapters/compiled.py"
 BD = "helpers/core/bound.py"
 FL = "helpers/chapters/flex.py"
 HF = "helpers/chapters/hub_flash.py"
+A = "helpers/core/article.py"
+NV = "helpers/core/names/cublas.py"
+FA = "helpers/core/names/flash.py"
+AT = "helpers/core/names/aten.py"
+VC = "helpers/views/charts.py"
+# issue 38: the three kinds that survived the independent layer (a chart's axis values, an article
+# figure quoted in a verdict, a decoded kernel name); their own independent file runs first (it is
+# the one meant to catch them, and fail-fast stops there), then the guards
+CHART_T = [IND + "test_charts_raw.py"] + ZOO_T
+ARTICLE_T = [IND + "test_article_quotes.py"] + ZOO_T
+NAMES_T = [IND + "test_decoded_names_raw.py"] + ZOO_T
 
 BUGS = [
     # --- claims: every chapter's verdicts (02, 03, 06, 06b, 06c) ---------------------------------
@@ -363,4 +374,65 @@ BUGS = [
     dict(id="hub-ratio-inverted", file=HF, cls="ratio", chapter="04d",
          find='per forward ({gh / gs:.2f}×)', replace='per forward ({gs / gh:.2f}×)',
          shows="04d: the Hub kernel's time over SDPA's, inverted in the evidence", tests=CLAIMS_T + ["tests/test_hub.py"]),
+    # --- issue 38: what the independent layer did not read (charts, article figures, decoded names) ---
+    dict(id="chart-roofline-point-pct", file=R, cls="column", chapter="09",
+         find='fig.add_scatter(x=[r["FLOP/B"]], y=[r["TFLOP/s"]], mode="markers", name=r["stage"],',
+         replace='fig.add_scatter(x=[r["FLOP/B"]], y=[r["% of roof"]], mode="markers", name=r["stage"],',
+         shows="09: each stage's roofline marker drawn at its % of roof on the TFLOP/s axis", tests=CHART_T),
+    dict(id="chart-roofline-kernels-pct", file=R, cls="column", chapter="09",
+         find='x=k["FLOP/B"], y=k["TFLOP/s"], mode="markers", name="each kernel (click to show)",',
+         replace='x=k["FLOP/B"], y=k["% of roof"], mode="markers", name="each kernel (click to show)",',
+         shows="09: the per-kernel points (on demand) at their % of roof on the TFLOP/s axis", tests=CHART_T),
+    dict(id="chart-sweep-roof-pct", file=R, cls="column", chapter="09",
+         find='fig.add_scatter(x=rows["FLOP/B"], y=rows["TFLOP/s"], mode="lines+markers", name=stage,',
+         replace='fig.add_scatter(x=rows["FLOP/B"], y=rows["% of roof"], mode="lines+markers", name=stage,',
+         shows="09: the sequence sweep's lines drawn at each point's % of roof on the TFLOP/s axis",
+         tests=CHART_T),
+    dict(id="chart-training-kinds-ms", file=T, cls="unit", chapter="11",
+         find='rows.append({"stage": stage, "phase": phase, "kind": kind, "us": float(g["dur_us"].sum())})',
+         replace='rows.append({"stage": stage, "phase": phase, "kind": kind, "us": float(g["dur_us"].sum()) / 1e3})',
+         shows="11: the forward/backward bars in ms on an axis labelled 'GPU µs in one step'", tests=CHART_T),
+    dict(id="chart-training-fwd-bwd-swapped", file=T, cls="swap", chapter="11",
+         find="by = {f\"{r.stage} {'fwd' if r.phase == 'forward' else 'bwd'}\": r.us for r in g.itertuples()}",
+         replace="by = {f\"{r.stage} {'bwd' if r.phase == 'forward' else 'fwd'}\": r.us for r in g.itertuples()}",
+         shows="11: each stage's forward drawn as its backward and the reverse", tests=CHART_T),
+    dict(id="article-cudnn-cpu-reads-gpu", file=C, cls="column", chapter="06",
+         find="article = \", \".join(f\"{s} {A100_REFERENCE[s]['CPU µs']:.0f} µs\" for s in cpu if s in A100_REFERENCE)",
+         replace="article = \", \".join(f\"{s} {A100_REFERENCE[s]['GPU µs']:.0f} µs\" for s in cpu if s in A100_REFERENCE)",
+         shows="06: cuDNN's CPU verdict quotes the article's GPU times as its CPU times (186 µs for 214)",
+         tests=ARTICLE_T),
+    dict(id="article-cpu-flash-efficient-swapped", file=A, cls="sentence", chapter="06",
+         find='"sdpa_efficient": {"GPU µs": 277.9, "CPU µs": 117.0},\n    "sdpa_flash": {"GPU µs": 146.8, "CPU µs": 138.0},',
+         replace='"sdpa_efficient": {"GPU µs": 277.9, "CPU µs": 138.0},\n    "sdpa_flash": {"GPU µs": 146.8, "CPU µs": 117.0},',
+         shows="06/08: the article's CPU times of flash and efficient transposed when its table was copied",
+         tests=ARTICLE_T),
+    dict(id="article-efficient-gpu-typo", file=A, cls="sentence", chapter="06",
+         find='"sdpa_efficient": {"GPU µs": 277.9,', replace='"sdpa_efficient": {"GPU µs": 279.7,',
+         shows="06/08: the article's efficient GPU time mistyped (279.7 for 277.9) in the verdict and the closing table",
+         tests=ARTICLE_T),
+    dict(id="article-math-ms-swapped", file=C, cls="sentence", chapter="03",
+         find='slower ({a100_math:.3f} / {a100_inplace:.3f} ms)', replace='slower ({a100_inplace:.3f} / {a100_math:.3f} ms)',
+         shows="03: '3.7× slower (1.955 / 7.239 ms)': the article's two times in the wrong order", tests=ARTICLE_T),
+    dict(id="names-nvjet-tile-second-dims", file=NV, cls="column", chapter="all",
+         find='tile = dims[0]\n        d["tile_m"]', replace='tile = dims[1]\n        d["tile_m"]',
+         shows="every cuBLAS nvjet gemm 'reads as' its second AxB token (64x8) as its CTA tile", tests=NAMES_T),
+    dict(id="names-nvjet-cluster-second-dims", file=NV, cls="column", chapter="all",
+         find='d["cluster"] = dims[2]', replace='d["cluster"] = dims[1]',
+         shows="every nvjet gemm's thread-block cluster read from the wrong AxB token ('cluster 64x8')", tests=NAMES_T),
+    dict(id="names-flash-traits-order", file=FA, cls="swap", chapter="all",
+         find='"block_m", "block_n", "warps", "Is_Q_in_regs"', replace='"block_n", "block_m", "warps", "Is_Q_in_regs"',
+         shows="FlashAttention-2's forward at head_dim 128 reads as 64x128 tiles (its traits are <128, 128, 64, ...>)",
+         tests=NAMES_T),
+    dict(id="names-softmax-rows-times-two", file=AT, cls="unit", chapter="all",
+         find='d["elements_per_row"] = 2 ** d[key]', replace='d["elements_per_row"] = 2 * d[key]',
+         shows="ATen's softmax 'reads as' rows of 20 where its template says 2^10 = 1024", tests=NAMES_T),
+    dict(id="article-a100-launch-registers-threads", file=OL, cls="swap", chapter="07",
+         find='ARTICLE_A100 = {"gpu": "A100", "registers": 240, "threads": 256}',
+         replace='ARTICLE_A100 = {"gpu": "A100", "registers": 256, "threads": 240}',
+         shows="07: the article's A100 column worked out for 256 registers × 240 threads (its two figures transposed)",
+         tests=ARTICLE_T),
+    dict(id="chart-durations-sorted-by-time", file=VC, cls="sort", chapter="01-06c",
+         find='    for step, events in table.groupby("step", sort=True):\n        events = events.reset_index(drop=True)',
+         replace='    for step, events in table.groupby("step", sort=True):\n        events = events.sort_values("dur_us").reset_index(drop=True)',
+         shows="01-06c: the GPU events' bars sorted by duration but numbered as the launch order", tests=CHART_T),
 ]

@@ -91,14 +91,16 @@ def unit_scale(unit: str) -> tuple[float, str]:
 
 def in_base_units(frame: pd.DataFrame) -> pd.DataFrame:
     """The same table with every numeric metric column in its base unit (attrs["units"] updated)."""
+    attrs = dict(frame.attrs)
+    units = dict(attrs.get("units", {}))
     out = frame.copy()
-    units = dict(frame.attrs.get("units", {}))
-    for column, unit in frame.attrs.get("units", {}).items():
+    out.attrs = {}  # pandas deep-copies a frame's attrs (every column's unit) into each column read
+    for column, unit in attrs.get("units", {}).items():
         factor, base = unit_scale(unit)
         if factor != 1 and pd.api.types.is_numeric_dtype(out[column]):
             out[column] = out[column].astype(float) * factor
         units[column] = base
-    out.attrs = dict(frame.attrs) | {"units": units}
+    out.attrs = attrs | {"units": units}
     return out
 
 
@@ -149,6 +151,7 @@ def kernels(frame: pd.DataFrame) -> pd.DataFrame:
         raise TraceError(f"{frame.attrs.get('source', 'The Nsight Compute table')} lacks "
                          f"{', '.join(missing)}: record it again with `{record_command()}`.")
     base = in_base_units(frame)
+    units, base.attrs = base.attrs["units"], {}  # no attrs copied into each column read (in_base_units)
     out = base.rename(columns=LAUNCH_COLUMNS)
     out.insert(0, "#", range(1, len(out) + 1))
     out["block"] = base["Block Size"] if "Block Size" in base else None
@@ -163,7 +166,7 @@ def kernels(frame: pd.DataFrame) -> pd.DataFrame:
     out["time_us"] = out["time_ns"] / 1e3
     work = [c for c in base.columns if any(p.match(c.removesuffix(".sum")) for p in WORK_PATTERNS)]
     out = out[KERNEL_COLUMNS + work].reset_index(drop=True)
-    out.attrs = {"units": {c: base.attrs["units"].get(c, "") for c in work},
+    out.attrs = {"units": {c: units.get(c, "") for c in work},
                  "source": frame.attrs.get("source")}
     return out
 
