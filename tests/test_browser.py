@@ -597,7 +597,7 @@ def test_the_closing_table_teaches_a_lesson_per_stage(visit, size):
     if stages is not None:
         assert [rows.nth(i).locator("th").inner_text() for i in range(rows.count())] == stages
     for i in range(rows.count()):
-        cell = rows.nth(i).locator("td[data-label='the trace says']")
+        cell = rows.nth(i).locator("td[data-label='verdict from the trace']")
         lesson = cell.locator("details.ap-expand")
         if not lesson.count():
             continue

@@ -146,7 +146,11 @@ def kernel_inputs(key: dict, rng: random.Random) -> list[str]:
            ", ".join(reversed(kinds)), ", ".join(kinds[1:]), ", ".join(kinds + ["gemm"]),
            ", ".join(["gemm"] + kinds), "gemm, softmax, gemm", "matmul, masked fill, softmax, matmul",
            "", "   ", ",,,", "gemm, gemmm", "gemm, $&, {kinds}", "attention", "Memcpy , MEMSET",
-           "masked-fill", "gemm\u00a0, softmax", "ｇｅｍｍ", "gemm, , softmax"]
+           "masked-fill", "gemm\u00a0, softmax", "ｇｅｍｍ", "gemm, , softmax",
+           # code as a reader pastes it: quotes, a namespace, a call, the in-place _
+           "`masked_fill_`", "aten::masked_fill_", "torch.matmul(), F.softmax", "'copy_'", "\"gemm\"",
+           "torch.nn.functional.scaled_dot_product_attention", "aten::", "`", "()", "_", "a.b::c_()",
+           "x.\u2028gemm", "masked_fill__", "``gemm``", "matmul()()"]
     for _ in range(40):  # random lists over the vocabulary, of the answer's length and around it
         n = max(0, len(kinds) + rng.randint(-2, 2))
         out.append(", ".join(rng.choice(vocabulary + kinds * 3) for _ in range(n)))
@@ -167,6 +171,12 @@ def number_inputs(key: dict) -> list[str]:
             "+3", "--3", "3.4.5", "abc", "", " ", "12 warps", "twelve", "NaN", "Infinity", "0x10", "1_000",
             "\u0663", "\uff11\uff12", "12\u00a0GiB", "1e3 ms", "-4 GiB", "4 GiB 2", "GiB 4", "4 Gib", "4 gIB",
             "\u039cS", "4,096.5 MiB", "4 µ s", "1e400 GiB", "1e308 TB", "4 \u00b5", "4\nGiB", "4e", "4 e3"]
+    # an estimate, hedged as a reader writes one (the words typed here, not read from guess.HEDGES)
+    out += [f"{h}{v}" for h in ("about ", "About ", "around ", "~", "~ ", "≈", "≈ ", "roughly ", "approx. ",
+                                "approximately ", "circa ", "about ~", "around", "aboutness ", "nearly ",
+                                "close to ", "about", "ABOUT ", "İabout ", "about about ")
+            for v in (f"{a:g}", f"{a * 3:g}")]
+    out += [f"about {a:g}{u}" for u, _ in READER_UNITS.get(key["unit"], [])[:2]]
     # the answer in every unit a reader may type, on both sides of the tolerance, and in units of
     # other fields
     for spelling, factor in READER_UNITS.get(key["unit"], []):
@@ -217,7 +227,7 @@ def test_the_javascript_judge_agrees_with_python_on_a_sweep(open_page, keys):
     assert any(not w["valid"] and "is not in GiB" in w["message"] for w in want)
     assert any(not w["valid"] and "is not one of the options" in w["message"] for w in want)
     statuses = {i["status"] for w in want if w["valid"] for i in w["items"]}
-    assert statuses == {"matched", "missing", "extra", "differs"}
+    assert statuses == {"matched", "missing", "extra", "misplaced", "moved", "surplus", "differs"}
     assert not page.problems, page.problems
 
 
@@ -369,3 +379,74 @@ def test_the_question_works_in_a_sandboxed_frame_as_colab_shows_outputs(open_pag
     assert root.get_attribute("data-apq-verdict") == guess.judge(key, wrong_text(key))["verdict"]
     assert "softmax" in root.locator(".apq-result").inner_text()
     assert not [x for x in p.problems if "localStorage" in x or "uncaught" in x], p.problems
+
+
+def test_the_guesses_a_reader_wrote_are_judged_as_the_book_reads_them(open_page, profiles):
+    """Guesses readers typed that were judged falsely, each judged again by Python and by the
+    page's script: 03's first matmul (the trace has two gemms; the alignment placed the guess
+    elsewhere) is "misplaced", never "not in the trace"; 01's "copy" is the memcpy the prose calls
+    a copy; 02's `masked_fill_` is the op the page is about; 05's "about 40" is a number."""
+    math_key, naive_key, inplace_key = (guess.kernels_key(profiles[s]) for s in ("sdpa_math", "naive", "inplace"))
+    ratio = guess.number_key("hbm-ratio", "How many times more bytes?", 40.0, tolerance=0.25, unit="×")
+    cases = [(math_key, "matmul, scale, where, softmax, matmul"),
+             (naive_key, "memset, gemm, elementwise, copy, masked_fill, softmax, gemm"),
+             (inplace_key, "memset, gemm, elementwise, `masked_fill_`, softmax, gemm"),
+             (inplace_key, "memset, matmul, mul, aten::masked_fill_, torch.softmax(), torch.matmul"),
+             (ratio, "about 40"), (ratio, "~40×"), (ratio, "roughly 45 times")]
+    page = open_page(page_html(guess.Question(math_key).to_html()))
+    got = page.page.evaluate("(cases) => cases.map(([k, t]) => window.attentionProfiled.guess.judge(k, t))",
+                             [[k, t] for k, t in cases])
+    for judged in (got, [guess.judge(k, t) for k, t in cases]):
+        first = judged[0]
+        assert first["valid"], first
+        matmuls = [i["status"] for i in first["items"] if i["guess"] == "matmul"]
+        assert sorted(matmuls) == ["matched", "misplaced"], first["items"]
+        # the gemm the first matmul did not meet is "in your guess, at another place", not missing
+        gemms = [i["status"] for i in first["items"] if i["trace"].startswith("gemm")]
+        assert sorted(gemms) == ["matched", "moved"], first["items"]
+        assert [j.get("verdict") for j in judged[1:]] == ["right"] * 6, judged[1:]
+    assert not page.problems, page.problems
+
+
+def test_the_result_names_its_source_and_says_nothing_for_it(open_page):
+    """A figure computed from the counters is not what "the counters says": the result line reads
+    "from the counters: 37.2×"."""
+    key = guess.number_key("w", "How many times?", 37.2, tolerance=0.25, unit="×", source="the counters")
+    p = open_page(page_html(guess.Question(key).to_html()))
+    answer(p.page, key, "about 40")
+    head = p.page.locator(".apq-verdict").inner_text()
+    assert "from the counters: 37.2×" in head and "says" not in head, head
+    p.page.locator("button.apq-reveal").click()
+    head = p.page.locator(".apq-verdict").inner_text()
+    assert "From the counters: 37.2×" in head and "says" not in head, head
+    assert not p.problems, p.problems
+
+
+# the width of the book's article at 1400 px (sphinx-book-theme), and a phone's
+ARTICLE_PX = {1400: 760, 390: 358}
+LINES_JS = """(sel) => [...document.querySelectorAll(sel)].map((td) => {
+  const range = document.createRange(); range.selectNodeContents(td);
+  const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+  return {text: td.textContent, lines: tops.size, width: td.getBoundingClientRect().width};
+})"""
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_result_table_breaks_your_words_between_words(open_page, profiles, width):
+    """The "you said" column beside long kernel names: each word the reader typed on one line (the
+    column is never squeezed to a letter or two), at 1400 px (the book's article) and 390 px."""
+    key = guess.kernels_key(profiles["sdpa_math"])
+    body = f'<div style="max-width:{ARTICLE_PX[width]}px">{guess.Question(key).to_html()}</div>'
+    p = open_page(page_html(body), viewport=(width, 900 if width > 500 else 844))
+    text = "matmul, scale, masked_fill, softmax, elementwise, memory-efficient, matmul, flashattention-2"
+    answer(p.page, key, text)
+    cells = p.page.evaluate(LINES_JS, ".apq-result td.apq-guess")
+    said = [c for c in cells if c["text"] != "—"]
+    assert len(said) == len(text.split(", "))
+    broken = [c for c in said if c["lines"] > 1]
+    assert not broken, broken
+    statuses = p.page.evaluate(LINES_JS, ".apq-result .apq-status")
+    assert not [s for s in statuses if s["lines"] > len(s["text"].split())], statuses
+    p.page.screenshot(path=f"/tmp/apq-result-{width}.png", full_page=True)
+    assert p.page.evaluate("() => document.documentElement.scrollWidth") <= width
+    assert not p.problems, p.problems

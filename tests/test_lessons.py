@@ -218,9 +218,9 @@ def test_the_closing_table_has_a_row_per_stage_and_its_lesson(profiles):
         everyone = [v for vs in revealed.values() for v in vs]
         taught = next((v for v in verdicts + everyone if v.claim.startswith(get_stage(stage).lesson_claim)), None)
         if taught is None:
-            assert row["the trace says"] == "no claim of the article to check"
+            assert row["verdict from the trace"] == "no claim of the article to check"
         else:
-            assert row["the trace says"] == f"{taught.verdict}: {taught.evidence}"
+            assert row["verdict from the trace"] == f"{taught.verdict}: {taught.evidence}"
     article = [c for c in table.columns if "A100" in c]
     assert article and all(c.startswith("the article's A100") for c in article)
 

@@ -28,7 +28,7 @@ def test_each_lesson_is_backed_by_its_own_verdict(closing):
         v = tables.stage_lesson(name, revealed)
         assert v is not None and v.claim.startswith(STAGES[name].lesson_claim), name
         assert frame.loc[name, "the chapter's lesson"] == STAGES[name].lesson
-        assert frame.loc[name, "the trace says"].startswith(v.verdict)
+        assert frame.loc[name, "verdict from the trace"].startswith(v.verdict)
     # the naive chapter's lesson is the hidden copy, not trivia about another stage's launch path
     assert "Memcpy" in tables.stage_lesson("naive", revealed).evidence
     # no two stages share a lesson sentence

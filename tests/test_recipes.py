@@ -168,7 +168,7 @@ PROBE = textwrap.dedent(f'''
         "shapes": sorted(s.key for s in recorded_shapes(NEW)),
         "claims": [[v.claim, v.holds] for v in revealed.get(NEW, [])],
         "check": claims.check(NEW, profiles)["verdict"].tolist(),
-        "glance": {{c: str(glance.loc[NEW, c]) for c in ("the chapter's lesson", "the trace says", "GPU µs")}},
+        "glance": {{c: str(glance.loc[NEW, c]) for c in ("the chapter's lesson", "verdict from the trace", "GPU µs")}},
         "numbers": [[new["gpu_time_us"], new["kernels"]], [like["gpu_time_us"], like["kernels"]]],
         "stage": profiles[NEW].stage,
     }}))
@@ -277,7 +277,7 @@ def test_its_recordings_replay_and_its_verdicts_reach_the_closing_table(copy):
     assert report["numbers"][0][0] == pytest.approx(gpu_us, rel=1e-6)
     glance = report["glance"]
     assert glance["the chapter's lesson"] == "the same FlashAttention-2 kernel under another name"
-    assert glance["the trace says"].startswith("holds: " if kernels == 1 else "differs: ")
+    assert glance["verdict from the trace"].startswith("holds: " if kernels == 1 else "differs: ")
     assert float(glance["GPU µs"]) == round(gpu_us, 1)
 
 

@@ -252,8 +252,14 @@ def test_chapter_11_roofline_points_and_the_ridge_sentence(work):
     drawn = sorted(s.x0 for s in fig.layout.shapes if s.x0 == s.x1)
     assert drawn == pytest.approx(sorted([matmul / copy, fp32 / copy]))
     glued = training.glue_work(work)
-    right = [s for s, r in w.iterrows() if r["backward FLOP/byte"] > ridge]
-    assert glued["tr_right_of_ridge"] == ", ".join(right)
+    right = [s for s, r in w.iterrows() if r["backward FLOP/byte"] > ridge and s in training.TRAINING_FUSED]
+    sentence = glued["tr_ridge_sentence"]
+    for stage in training.TRAINING_FUSED:
+        at = sentence.index(f"{stage} (")
+        side = "right of it" if stage in right else "left of it"
+        assert side in sentence[at:], (stage, side, sentence)   # its group's place follows it
+        other = "left of it" if stage in right else "right of it"
+        assert other not in sentence[at:sentence.index(side, at)], (stage, sentence)
 
 
 # --- the closing table's verdicts (chapters 02–06c): each wired to the right profiles ------------
@@ -677,7 +683,10 @@ def test_the_browser_judge_of_a_kernel_list_needs_every_kernel():
     (one, whole, extra) = judge_in_node([(key, kinds[0]), (key, ", ".join(kinds)), (key, ", ".join(kinds + [kinds[0]]))])
     assert one["verdict"] == "wrong" and [i["status"] for i in one["items"]] == ["matched"] + ["missing"] * (len(kinds) - 1)
     assert whole["verdict"] == "right"
-    assert extra["verdict"] == "wrong" and extra["items"][-1]["status"] == "extra"
+    # one more of a kind the trace launches: "surplus"; a kind it does not launch: "extra"
+    assert extra["verdict"] == "wrong" and extra["items"][-1]["status"] == "surplus"
+    (foreign,) = judge_in_node([(key, ", ".join(kinds + ["flash"]))])
+    assert foreign["verdict"] == "wrong" and foreign["items"][-1]["status"] == "extra"
 
 
 def test_the_status_words_say_who_has_what():

@@ -19,7 +19,10 @@ file imports none of them):
   and a shape's in data units: a value given in the wrong units lands decades away;
 - categories: every category of a categorical axis has its tick label (none skipped);
 - title, legend and modebar: the title and the legend lie inside the chart; at 390 px the modebar
-  (the toolbar) covers no title; no axis title overlaps another, the title or the legend.
+  (the toolbar) covers no title, neither as the chart is fitted nor the moment a folded chart is
+  opened, before any script of the book has fitted it (read in the same task that opens the
+  folds: the toolbar a reader's tap shows then is what a style rule, not a fit, decides); no
+  axis title overlaps another, the title or the legend.
 
 tests/test_charts_drawn.py runs the same checks over the test session's build.
 """
@@ -115,14 +118,30 @@ PROBE_JS = r"""() => {
     const legend = gd.querySelector('.legend');
     const modebar = gd.querySelector('.modebar-container') || gd.querySelector('.modebar');
     const modebarShown = !!modebar && visible(modebar) && (gd._context || {}).displayModeBar !== false;
+    const early = (window.__apUnfitted || [])[index] || null;
     return {
       index, id: gd.id, title: plain(fl.title && fl.title.text), width: gdr.width, height: gdr.height,
       box: rect(gd), title_box: rect(titleEl),
       // the legend's entries as drawn (its background box runs wider than they do)
       legend_box: fl.showlegend && legend ? union([...legend.querySelectorAll('.traces')].map(rect)) : null,
       modebar_box: modebarShown ? rect(modebar.querySelector('.modebar') || modebar) : null,
+      unfitted: early,
       axes, traces, annotations, shapes,
     };
+  });
+}"""
+
+
+OPEN_FOLDS_JS = r"""() => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  const rect = (el) => { if (!el) return null; const r = el.getBoundingClientRect();
+    return (r.width || r.height) ? {l: r.left, t: r.top, r: r.right, b: r.bottom} : null; };
+  const visible = (el) => !!el && getComputedStyle(el).display !== 'none' && getComputedStyle(el).visibility !== 'hidden';
+  window.__apUnfitted = [...document.querySelectorAll('.plotly-graph-div')].map((gd) => {
+    const modebar = gd.querySelector('.modebar-container') || gd.querySelector('.modebar');
+    const shown = !!modebar && visible(modebar) && (gd._context || {}).displayModeBar !== false;
+    return {modebar_box: shown ? rect(modebar.querySelector('.modebar') || modebar) : null,
+            title_box: rect(gd.querySelector('.g-gtitle'))};
   });
 }"""
 
@@ -286,6 +305,9 @@ def check_chart(chart: dict, width: int) -> list[str]:
         problems.append(f"legend: runs out of the chart ({chart['legend_box']} in {box})")
     if width <= PHONE[0] and _overlap(chart["modebar_box"], chart["title_box"]):
         problems.append("modebar: the toolbar covers the title")
+    early = chart.get("unfitted") or {}
+    if width <= PHONE[0] and _overlap(early.get("modebar_box"), early.get("title_box")):
+        problems.append("modebar: the toolbar covers the title when its fold is opened, before the chart is fitted")
     texts = [("title", chart["title_box"]), ("legend", chart["legend_box"])] + \
             [(f"{ref} title '{a['title'][:30]}'", a["title_box"]) for ref, a in axes.items() if a["visible"]]
     for i, (name_a, a) in enumerate(texts):
@@ -329,7 +351,9 @@ def open_folds(p) -> list[int]:
     """Open every fold (charts in folded outputs are fitted when opened), then wait for every fit;
     the indices of the folds that were closed, for close_folds."""
     closed = p.evaluate("() => [...document.querySelectorAll('details')].flatMap((d, i) => d.open ? [] : [i])")
-    p.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+    # in the same task that opens them (no event, observer or timer of the page runs in between)
+    # each chart's toolbar and title are read as they are drawn the moment its fold opens
+    p.evaluate(OPEN_FOLDS_JS)
     try:
         p.wait_for_function("() => [...document.querySelectorAll('.plotly-graph-div')].every(gd => "
                             "!gd.checkVisibility() || gd.getAttribute('data-fit-width') == String(gd.clientWidth))",

@@ -3,7 +3,9 @@
 The docstrings are written to be read as plain text in an editor (indented examples, `name_`
 for a function ending in an underscore); before autodoc parses one as reStructuredText this
 makes it so: a blank line where an indented block starts or ends, and a trailing underscore
-escaped so that it names no link target. Nothing in helpers/ changes for the page."""
+escaped so that it names no link target, and each indented example or listing a code block (RST
+would make a blockquote of it: prose with curly quotes that cannot be copied). Nothing in
+helpers/ changes for the page."""
 from __future__ import annotations
 
 import re
@@ -19,21 +21,63 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
+# the first line of an indented block that is Python (the rest are listings: a layout, variables)
+PYTHON_START = re.compile(r"(from |import |@|#|[A-Za-z_][\w.]*\s*(=|\(|\[))")
+
+
+def _continues(previous: str, line: str) -> bool:
+    """``line`` continues the list item ``previous`` (it starts where the item's text starts)."""
+    bullet = BULLET.match(previous)
+    return bool(bullet) and _indent(line) == len(bullet.group(0))
+
+
+def _block(lines: list[str], i: int, base: int) -> tuple[list[str], int]:
+    """The indented block from line ``i``: lines blank or deeper than ``base``, less trailing blanks."""
+    block = []
+    while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > base):
+        block.append(lines[i])
+        i += 1
+    while block and not block[-1].strip():
+        block.pop()
+    return block, i
+
+
 def rst_safe(lines: list[str]) -> list[str]:
+    """The docstring as reStructuredText. Each indented block (an example, a listing) is a code
+    block, not the blockquote RST would make of it (prose with curly quotes that cannot be
+    copied): it starts where a line is indented deeper than the text above it (which is not a
+    list item it continues) and runs while lines are blank or deeper; Python is highlighted,
+    listings not. A block after ``::`` is RST's own literal block. Inside either, nothing changes."""
     out: list[str] = []
-    previous = None
-    for line in lines:
+    previous = parent = None   # the line before; the last line with text outside a block
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip() and parent is not None and _indent(line) > _indent(parent) and not _continues(parent, line) \
+                and not BULLET.match(line):   # a nested list item stays a list item
+            base = _indent(parent)
+            block, i = _block(lines, i, base)
+            if parent.rstrip().endswith("::"):
+                out += ["", *block, ""]
+            else:
+                python = PYTHON_START.match(block[0].strip())
+                out += ["", " " * base + ".. code-block:: " + ("python" if python else "text")]
+                out += [" " * (base + 3) + ":force:"] if python else []
+                out += ["", *block, ""]
+            previous, parent = "", None
+            continue
         line = TRAILING_UNDERSCORE.sub(r"\\_", line) if "``" not in line else line
         if BULLET.match(line) and previous is not None and previous.strip():
             out.append("")        # each list item after a blank line: RST's lists, nested ones too
             previous = ""
         if line.strip() and previous is not None and previous.strip() and _indent(line) != _indent(previous):
-            bullet = BULLET.match(previous)
-            continued = bullet and _indent(line) == _indent(previous) + len(bullet.group(0)) - _indent(previous)
-            if not continued and not previous.rstrip().endswith("::"):
+            if not _continues(previous, line):
                 out.append("")
         out.append(line)
         previous = line
+        if line.strip():
+            parent = line
+        i += 1
     return out
 
 

@@ -3,8 +3,13 @@
 shared memory, occupancy and time, each computed from the two traces.
 
     from helpers import Session, hub
-    prof, status, loaded, stand_in = Session().hub_flash()
-    hf = hub.page(prof, status, loaded, stand_in)   # the trace, what it is, and why it is not live
+    prof, status, loaded, missing = Session().hub_flash()
+    hf = hub.page(prof, status, loaded, missing)   # the trace, what it is, and why it is not live
+    hf.binaries(sdpa_flash_profile)   # each view of the page; nothing where the trace is missing
+
+Where neither a live run nor the selected replay set has the trace, the page shows one line
+(what is missing, and why) and every view below it shows nothing: no stand-in, no table comparing
+sdpa_flash with itself, no empty table.
 """
 from __future__ import annotations
 
@@ -20,20 +25,26 @@ from ..core.stages import DEFAULT_SHAPE, Shape
 from ..views.notes import how_recorded, not_live
 from ..views.verdicts import Verdict, table, verdict
 
+
 @dataclass
 class HubFlash:
-    """What the hub_flash notebook shows: the trace, and what it is."""
+    """What the hub_flash notebook shows: the trace, and what it is; each view of the page, or
+    None (no output) where the trace is missing."""
 
-    prof: object            # helpers.profile.Profile
+    prof: object            # helpers.profile.Profile, None where missing
     status: str             # the loading status line (where the kernel came from, or why not)
-    stand_in: bool = False  # True: no hub_flash trace exists here, prof is sdpa_flash's
+    missing: object = None  # helpers.sources.hub.Missing where no trace exists here: its .line says why
+
+    @property
+    def stand_in(self) -> bool:
+        """True where no hub_flash trace exists here (the page then compares nothing)."""
+        return bool(self.missing)
 
     @property
     def note(self) -> str:
         """What the trace is, in the reader's terms: the Hub's own download, or not."""
-        if self.stand_in:
-            return ("No hub_flash trace exists here, live or recorded, so the tables below show "
-                    "sdpa_flash's trace (PyTorch's vendored FlashAttention-2), labelled as such.")
+        if self.missing:
+            return self.missing.line
         build = (getattr(self.prof.provenance, "extra", {}) or {}).get("build") or {}
         if build.get("not"):
             return (f"**This trace is not of the Hub's kernel.** The machine that recorded it could not reach the "
@@ -52,6 +63,8 @@ class HubFlash:
     @property
     def recorded_how(self) -> list[str]:
         """The recording's own account (where the kernel came from, the build), for the folded note."""
+        if self.missing:
+            return []
         extra = getattr(self.prof.provenance, "extra", {}) or {}
         build = extra.get("build") or {}
         error = extra.get("relative_error_vs_sdpa_math_fp32")
@@ -65,7 +78,10 @@ class HubFlash:
             f"{str(self.prof.provenance.date)[:10]}") if line]
 
     def markdown(self):
-        """The note, and (replayed) how the trace was recorded, folded."""
+        """The note, and (replayed) how the trace was recorded, folded; nothing where the trace is
+        missing (`page` said so in its one line)."""
+        if self.missing:
+            return None
         from IPython.display import HTML, Markdown, display
         text = self.note if self.note.startswith("**") else f"**What this trace is.** {self.note}"
         display(Markdown(text))
@@ -73,16 +89,73 @@ class HubFlash:
             return how_recorded(self.recorded_how, "How this trace was recorded")
         return HTML("")
 
+    # each view of the page: None (no output) where the trace is missing
+    def questions(self, sdpa):
+        """The guess: its GPU events, and whether it is faster than sdpa_flash."""
+        from ..views import guess
+        return None if self.missing else guess.stage_questions(self.prof, sdpa)
 
-def page(prof, status: str, loaded: bool, stand_in: bool = False) -> HubFlash:
-    """The page's trace as a Session's `hub_flash()` hands it (the Profile, the Hub's status line,
-    whether the kernel loaded here, sdpa_flash's stand-in), as `HubFlash`; where the kernel is not
-    loaded here, why the page is not live, folded under one line, in the reader's terms."""
-    if not loaded:
-        from IPython.display import display
+    def kernel_table(self):
+        from ..views import tables
+        return None if self.missing else tables.kernel_table(self.prof)
+
+    def op_tree(self):
+        from ..views import tables
+        return None if self.missing else tables.op_tree(self.prof)
+
+    def binaries(self, sdpa):
+        return None if self.missing else binaries({"hub_flash": self.prof, "sdpa_flash": sdpa})
+
+    def cpu_lane(self, sdpa):
+        return None if self.missing else cpu_lane({"hub_flash": self.prof, "sdpa_flash": sdpa})
+
+    def runtime_calls(self, prof=None):
+        """The launch path of this page's trace, or of `prof` (sdpa_flash's, beside it)."""
+        return None if self.missing else runtime_calls(prof if prof is not None else self.prof)
+
+    def verdicts(self, sdpa):
+        return None if self.missing else verdicts(self.prof, sdpa)
+
+    def summary_markdown(self, others: dict):
+        return None if self.missing else summary_markdown(self.prof, others)
+
+    def summary_table(self, others: dict):
+        from ..views import tables
+        return None if self.missing else tables.summary_table([self.prof, *others.values()])
+
+    def time_chart(self, others: dict, anchor: str = "gpu-and-cpu-time"):
+        from ..views import charts, guess
+        return None if self.missing else guess.anchored(charts.gpu_and_cpu_time([self.prof, *others.values()]), anchor)
+
+    def timeline(self):
+        from ..views import charts
+        return None if self.missing else charts.timeline(self.prof)
+
+    def perfetto_note(self):
+        from ..views import prose
+        return None if self.missing else prose.perfetto_note(self.prof)
+
+
+# Without the trace every section of the page (from its first, "Guess first", on: the notebook's
+# headings) would stand empty under its heading, its instructions pointing at nothing: in the
+# book they are hidden, with the page's contents list, so the page reads as its one line.
+HIDE_SECTIONS = ("<style>section#guess-first, section#guess-first ~ section, "
+                 ".bd-sidebar-secondary { display: none !important; }</style>")
+
+
+def page(prof, status: str, loaded: bool, missing=False) -> HubFlash:
+    """The page's trace as a Session's `hub_flash()` hands it (the Profile or None, the Hub's
+    status line, whether the kernel loaded here, `Missing` where there is no trace), as `HubFlash`.
+    Where the trace is missing: one line saying what and why, the rest folded under it; where the
+    kernel is not loaded here but its recording is: why the page is not live, folded likewise."""
+    from IPython.display import HTML, display
+    if missing:
+        note = not_live(missing.line, missing.where_else, "" if loaded else f"{status} {FIX}").data
+        display(HTML(note + HIDE_SECTIONS))
+    elif not loaded:
         display(not_live("The Hub's FlashAttention-2 kernel is not loaded on this machine; the page "
                          "shows its recorded trace.", status, FIX))
-    return HubFlash(prof, status, stand_in)
+    return HubFlash(prof, status, missing or None)
 
 
 def summary_markdown(hub, others: dict):
@@ -90,8 +163,9 @@ def summary_markdown(hub, others: dict):
     from IPython.display import Markdown
     h = hub.summary()
     parts = [f"{name}: {p.summary()['gpu_time_us']:.1f} µs GPU, {p.summary()['cpu_time_us']:.1f} µs CPU"
-             for name, p in others.items()]
-    return Markdown(f"One forward of **{hub.stage}**: {int(h['gpu_events'])} GPU event, "
+             for name, p in others.items() if name != hub.stage]
+    events = int(h["gpu_events"])
+    return Markdown(f"One forward of **{hub.stage}**: {events} GPU event{'s' if events != 1 else ''}, "
                     f"{h['gpu_time_us']:.1f} µs on the GPU and {h['cpu_time_us']:.1f} µs of CPU inside "
                     f"`attn_fwd`. The SDPA backends, profiled the same way: {'; '.join(parts)}.")
 
@@ -188,10 +262,10 @@ def runtime_calls(prof) -> pd.DataFrame:
 
 
 def verdicts(hub, sdpa) -> pd.DataFrame:
-    """What this page claims about hub_flash against sdpa_flash, each computed from the two traces;
-    none where sdpa_flash's trace stands in for hub_flash's (a kernel against itself shows nothing)."""
+    """What this page claims about hub_flash against sdpa_flash, each computed from the two traces
+    (a trace against itself is refused: it shows nothing)."""
     if hub.stage == sdpa.stage:
-        return pd.DataFrame({"this page claims": [], "this trace": [], "verdict": []})
+        raise ValueError(f"{hub.stage} against itself: a trace compared with itself shows nothing")
     return table(verdict_list(hub, sdpa)).rename(columns={"the article": "this page claims"})
 
 

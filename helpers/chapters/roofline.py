@@ -270,7 +270,10 @@ def kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
                                                     "TFLOP/s": 1, "% of roof": 1, "% of copy roof": 1})
     out.attrs = {"caption": ("pipe: the pipe that did the kernel's FLOPs (the tensor pipe's counters against fp32 "
                              "FFMA instructions); % of roof: of that pipe's roof at its intensity; bound by: the "
-                             f"roof it reaches {q.BOUND_SHARE:.0%} of (compute or memory), else neither roof (latency).")}
+                             f"roof it reaches {q.BOUND_SHARE:.0%} of (compute or memory), else neither roof (latency); "
+                             "% of copy roof: ncu's DRAM bytes per ncu µs, of the copy's TB/s. It can pass 100: a "
+                             "copy reads and writes the same bytes, and a kernel that mostly reads keeps DRAM "
+                             "reading, without turning round to write.")}
     return out
 
 

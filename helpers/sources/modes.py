@@ -7,6 +7,7 @@ from typing import Callable, Sequence, TypeVar
 
 from ..core import config
 from ..core.config import MODES
+from ..core.measured_on import elsewhere
 from ..core.profile import Profile, TraceError
 from .replay import recorded_shapes, replay
 from ..core.stages import DEFAULT_SHAPE, STAGES, Shape, StageUnavailable, get_stage
@@ -137,6 +138,15 @@ def stages_banner(profiles: dict[str, Profile]) -> str:
         listed = ", ".join(names)
         lines.append(f"Replaying {listed}: recorded on {where}." if how == "replay"
                      else f"Profiled {listed} live on {where}.")
+    others = elsewhere(profiles)
+    if others and any(p.mode == "live" for p in profiles.values()):
+        by_gpu: dict[str, list[str]] = {}
+        for name, gpu in others.items():
+            by_gpu.setdefault(gpu, []).append(name)
+        for gpu, names in by_gpu.items():
+            lines.append(f"{', '.join(names)} could not run on this GPU: {'its' if len(names) == 1 else 'their'} "
+                         f"figures are the {gpu}'s recording, and every comparison with the stages profiled "
+                         f"here compares two GPUs (the verdicts name each side's).")
     reused = [name for name, prof in profiles.items() if prof.reused]
     if reused:
         lines.append(f"{', '.join(reused)}: measured earlier this session and reused, as every page "
@@ -167,9 +177,7 @@ def load_stages(stages: Sequence[str], mode: str = "auto", gpu: str | None = Non
                 notes.append(f"{stage} cannot run here and has no recording: left out")
         except TraceError:
             notes.append(f"{stage} has no recording: left out")
-    first = next(iter(profiles.values()))
-    how = "Replaying" if first.mode == "replay" else "Profiled live"
-    print(f"{how} {len(profiles)} stages: recorded on {first.provenance.description}.")
+    print(stages_banner(profiles))
     for note in notes:
         print(f"  {note}")
     return profiles

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from typing import Mapping
 
 import numpy as np
@@ -19,6 +20,7 @@ from ..core.bound import BUSY_TIMERS, LINE, NO_TIMER, NO_TIMER_WORDS, of_call
 from ..core.bound import words as bound_words
 from . import core_backward as bw
 from ..core import quantities as q
+from ..core.wording import names, percent_from, place, sentence_for
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, PINNED_FUSED, Shape
 from ..core.stages import STAGES as STAGES_REGISTRY
@@ -197,8 +199,8 @@ def max_seq_table(memory: dict) -> pd.DataFrame:
     t = bw.max_seq(memory)
     t["peak at max GiB"] = (t.pop("peak_at_max_bytes") / GIB).round(2)
     limits = bw.limit_seq(memory).set_index("stage")
-    t["model above the inputs: full at seq"] = t["stage"].map(limits["model_limit_seq"]).round(-1).astype("Int64")
-    t["model with q, k, v, dO: full at seq"] = t["stage"].map(limits["wall_seq"]).round(-1).astype("Int64")
+    t["model above the inputs: full at seq"] = t["stage"].map(limits["model_limit_seq"]).map(table_seq).astype("Int64")
+    t["model with q, k, v, dO: full at seq"] = t["stage"].map(limits["wall_seq"]).map(table_seq).astype("Int64")
     t = t.rename(columns={"max_seq": "largest seq that ran"})
     t.attrs["caption"] = ("The two models' columns: the fitted peak above the inputs alone, and the same plus the "
                           "inputs a step reads (q, k, v and dO, 8 bytes per element of q): the second is the one "
@@ -331,9 +333,17 @@ def limits_kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
             "% of copy roof", "bound by", "tensor instructions", "achieved occupancy %"]
     out = kernels[cols].copy()
     out["kernel"] = out["kernel"].str.slice(0, 70)
-    return out.set_index(["stage", "#"]).round({"GFLOP": 2, "DRAM MB": 1, "ncu µs": 1, "TFLOP/s": 1,
-                                               "% of compute roof": 1, "% of copy roof": 1,
-                                               "achieved occupancy %": 1})
+    out = out.set_index(["stage", "#"]).round({"GFLOP": 2, "DRAM MB": 1, "ncu µs": 1, "TFLOP/s": 1,
+                                              "% of compute roof": 1, "% of copy roof": 1,
+                                              "achieved occupancy %": 1})
+    out.attrs["caption"] = COPY_ROOF_NOTE
+    return out
+
+
+# what "% of copy roof" divides, and why it can pass 100 (09's kernel table says the same)
+COPY_ROOF_NOTE = ("% of copy roof: ncu's DRAM bytes per ncu µs, of the copy's TB/s. It can pass 100: a copy reads "
+                  "and writes the same bytes, and a kernel that mostly reads keeps DRAM reading, without turning "
+                  "round to write.")
 
 
 def _counters(recorded: dict) -> Counters:
@@ -403,17 +413,33 @@ def answers(profiles: Mapping[str, Profile], memory: dict) -> dict:
         out["first_oom_doubling"] = ", ".join(first["stage"])
         out["first_oom_tied"] = [str(x) for x in first["stage"]]  # every one is a right guess
         out["first_oom_seq"] = f"{int(first['max_seq'].iloc[0]) * 2:,}"
-        # within one doubling, the stage whose model reaches the GPU's memory at the smallest seq
-        limits = bw.limit_seq(memory).set_index("stage")["model_limit_seq"]
-        limits = limits[limits.index.isin(ms["stage"])]
-        out["first_oom"] = str(limits.idxmin())
-        out["first_oom_model_seq"] = f"{limits.min():,.0f}"
+        # within one doubling, the stage whose model (inputs counted: the table's last column, as
+        # it rounds it) reaches the GPU's memory at the smallest seq
+        limits = bw.limit_seq(memory).set_index("stage")["wall_seq"]
+        limits = limits[limits.index.isin(ms["stage"])].map(table_seq)
+        firsts = [str(s) for s in limits.index[limits == limits.min()]]
+        out["first_oom"] = names(firsts)
+        out["first_oom_model_seq"] = f"{limits.min():,}"
         tied = out["first_oom_tied"]
-        together = (f"{tied[0]} ran out first" if len(tied) == 1 else
-                    f"{', '.join(tied[:-1])} and {tied[-1]} ran out together")
-        out["first_oom_text"] = (f"{together}, at seq {out['first_oom_seq']}; the fitted models put "
-                                 f"{out['first_oom']} first, at about seq {out['first_oom_model_seq']}")
+        together = sentence_for(tied, none="", one="{name} ran out first", several="{names} ran out together")
+        model = sentence_for(firsts, none="", one="the fitted models put {name} first",
+                             several="the fitted models put {names} first together")
+        out["first_oom_text"] = f"{together}, at seq {out['first_oom_seq']}; {model}, at about seq {out['first_oom_model_seq']}"
+        out["first_oom_sentence"] = (
+            f"At seq {out['first_oom_seq']} " + sentence_for(
+                tied, none="", one="{name} ran out first.", several="these ran out together: {names}.")
+            + " Doubling is coarse; the fitted model below says which reaches the GPU's memory first as seq grows: "
+            + sentence_for(firsts, none="", one="{name}", several="{names}, together")
+            + f", at about seq {out['first_oom_model_seq']} (the last column).")
+    else:
+        out["first_oom_sentence"] = (f"No stage ran out of the GPU's memory: every search stopped at its cap, "
+                                     f"seq {int(bw.max_seq(memory)['max_seq'].max()):,}.")
     return out
+
+
+def table_seq(seq: float) -> int:
+    """A model's seq as max_seq_table's columns print it (to the nearest ten), so prose and table agree."""
+    return int(round(float(seq), -1))
 
 
 def memory_facts(memory: dict, forwards: Mapping[str, Profile] | None = None) -> dict:
@@ -445,8 +471,12 @@ def memory_facts(memory: dict, forwards: Mapping[str, Profile] | None = None) ->
     for stage, wall in walls.items():
         values[f"tr_{stage}_wall_m"] = f"{wall / 1e6:.2f}"
     fused_walls = walls[walls.index.isin(FUSED_STAGES)]
-    values["tr_wall_past_million"] = ", ".join(fused_walls.index[fused_walls > 1e6]) or "none"
-    values["tr_wall_before_million"] = ", ".join(fused_walls.index[fused_walls <= 1e6]) or "none"
+    past = [str(s) for s in fused_walls.index[fused_walls > 1e6]]
+    values["tr_wall_million"] = sentence_for(
+        past, none="all of them meet it below a million tokens", one="only {name} stays past a million tokens",
+        several="{names} stay past a million tokens", every="all of them stay past a million tokens",
+        total=len(fused_walls))
+    values |= fused_cap_facts(memory)
     for stage, prof in (forwards or {}).items():
         p = prof.provenance
         if p.peak_memory_bytes is not None and p.memory_before_bytes is not None:
@@ -456,6 +486,41 @@ def memory_facts(memory: dict, forwards: Mapping[str, Profile] | None = None) ->
 
 
 FUSED_STAGES = FUSED   # the training stages that keep no S×S matrix (Stage.fused)
+
+
+# the glued values that are whole sentences, with a form for none, one, several and a tie: pasted
+# as Markdown ({glue:md}), their numbers bold as every glued number of the book, the words plain
+SENTENCES = frozenset({"tr_first_oom_sentence", "tr_fused_search_end", "tr_wall_million", "tr_ridge_sentence",
+                       "tr_furthest", "tr_fused_roofs"})
+
+
+def as_prose(text: str):
+    """A glued sentence as Markdown: each number in it bold."""
+    from IPython.display import Markdown
+    return Markdown(re.sub(r"(?<![\w.])(\d[\d,.]*\d|\d)(%?)", r"**\1\2**", text))
+
+
+def fused_cap_facts(memory: dict) -> dict:
+    """How the fused stages' memory search ended, one sentence with a form for each case: every
+    one stopped at the search's cap, some ran out of memory, every one ran out."""
+    table = bw.ladder(memory)
+    ms = bw.max_seq(memory)
+    ms = ms[ms["stage"].isin(FUSED_STAGES)]
+    ran_out = ms[ms["bound"] == "largest that fits"]
+    stopped = ms[ms["bound"] != "largest that fits"]
+    capped = table[(table["status"] == "ok") & (table["stopped"] == "cap") & table["stage"].isin(FUSED_STAGES)]
+    steps = (f" (a step there took {capped['step_seconds'].min():.1f} to {capped['step_seconds'].max():.1f} s, "
+             "and the next would take about four times as long)") if len(capped) else ""
+    top = f"seq {int(stopped['max_seq'].max()):,}" if len(stopped) and stopped["max_seq"].notna().any() else ""
+    oom = sentence_for([f"{r.stage} at seq {int(r.max_seq) * 2:,}" for r in ran_out.itertuples()], none="",
+                       one="{name}", several="{names}")
+    if not len(ran_out):
+        text = f"The fused stages never ran out: the search stopped at its cap, {top}{steps}"
+    elif not len(stopped):
+        text = f"The fused stages ran out too: {oom}"
+    else:
+        text = f"Of the fused stages, {oom} ran out; the others stopped at the search's cap, {top}{steps}"
+    return {"tr_fused_search_end": text}
 
 
 def memory_saved(memory: dict, stage: str, seq: int = DEFAULT_SHAPE.seq) -> float:
@@ -482,7 +547,8 @@ def glue_training(profiles: Mapping[str, Profile], memory: dict, forwards: Mappi
     for stage, r in g.iterrows():
         values[f"tr_{stage}_growth"] = round(float(r["ratio"]), 2)
     for r in bw.max_seq(memory).itertuples():
-        values[f"tr_{r.stage}_max_seq"] = f"{int(r.max_seq):,}" if r.max_seq == r.max_seq and r.max_seq else "none"
+        values[f"tr_{r.stage}_max_seq"] = (f"{int(r.max_seq):,}" if r.max_seq == r.max_seq and r.max_seq
+                                           else "no seq tried (its first try failed)")
     # glued as the prose reads them (the tie's list is the guess's, the prose has it as one string)
     values |= {f"tr_{k}": v for k, v in answers(profiles, memory).items() if not isinstance(v, list)}
     # the backward's kernels by library, every stage's (the prose reads flash's, cuDNN's and naive's)
@@ -500,7 +566,7 @@ def glue_training(profiles: Mapping[str, Profile], memory: dict, forwards: Mappi
     values["tr_line_pct"] = f"{LINE:.0%}"  # the one bound's line, as the timer table draws it
     values = {k: _plain(v) for k, v in values.items()}
     for k, v in values.items():
-        glue(k, v)
+        glue(k, as_prose(v) if k in SENTENCES else v)
     return values
 
 
@@ -575,10 +641,7 @@ def glue_work(work: pd.DataFrame, kernels: pd.DataFrame | None = None) -> dict:
     if work.attrs.get("ridge"):
         ridge = float(work.attrs["ridge"])
         values["tr_ridge"] = int(round(ridge))
-        fused = w[w["backward FLOP/byte"] > ridge]
-        values["tr_right_of_ridge"] = ", ".join(fused.index) or "none"
-        left = w[(w["backward FLOP/byte"] <= ridge) & w.index.isin(TRAINING_FUSED)]
-        values["tr_fused_left_of_ridge"] = ", ".join(left.index) or "none"
+        values["tr_ridge_sentence"] = ridge_sentence(w["backward FLOP/byte"], ridge)
     if roof.get("matmul TFLOP/s"):
         values["tr_tensor_roof"] = f"{roof['matmul TFLOP/s']:.0f}"
     if roof.get("fp32 TFLOP/s"):
@@ -593,10 +656,48 @@ def glue_work(work: pd.DataFrame, kernels: pd.DataFrame | None = None) -> dict:
     values["tr_model_recomputed_gflop"] = first["model GFLOP, P recomputed (5)"]
     if kernels is not None and len(kernels):
         values |= _glue_limits(w, kernels, roof)
-    values = {k: _plain(v) for k, v in values.items()}
+    # a figure a stage has not (sdpa_math's tensor-pipe ratio: it runs no tensor instruction) is
+    # not glued: no sentence may read "nan"
+    values = {k: _plain(v) for k, v in values.items() if v is not None and not (isinstance(v, float) and v != v)}
     for k, v in values.items():
-        glue(k, v)
+        glue(k, as_prose(v) if k in SENTENCES else v)
     return values
+
+
+def ridge_sentence(intensity: pd.Series, ridge: float) -> str:
+    """Where each pinned fused backward sits against the tensor ridge, in words that one function
+    draws from the numbers (`helpers.core.wording.place`: "just" within its NEAR of the ridge),
+    grouped by place, right first; each with its FLOP per byte and its distance from the ridge."""
+    fused = intensity[intensity.index.isin(TRAINING_FUSED)].dropna().sort_values(ascending=False)
+    if not len(fused):
+        return f"No fused backward was measured against the tensor ridge ({ridge:.0f} FLOP per byte)."
+    groups: dict[str, list[str]] = {}
+    for stage, ai in fused.items():
+        groups.setdefault(place(float(ai), ridge), []).append(
+            f"{stage} ({float(ai):.0f}, {percent_from(float(ai), ridge)})")
+    parts = []
+    for i, (where, members) in enumerate(groups.items()):
+        one = len(members) == 1
+        head = ("the backward of" if one else "the backwards of") if i == 0 else ("that of" if one else "those of")
+        parts.append(f"{head} {names(members)} {'sits' if one else 'sit'} {where} it")
+    return f"Against the tensor ridge ({ridge:.0f} FLOP per byte), " + "; ".join(parts) + "."
+
+
+def _span(values: list[float]) -> str:
+    """"9–31", or "31" where the lowest and the highest print alike."""
+    low, high = f"{min(values):.0f}", f"{max(values):.0f}"
+    return low if low == high else f"{low}–{high}"
+
+
+def furthest_sentence(pct: Mapping[str, float]) -> str:
+    """Which fused backward gets furthest toward the tensor roof, with a form for a tie (as printed)."""
+    shown = {stage: f"{v:.0f}" for stage, v in pct.items()}
+    if not shown:
+        return ""
+    best = max(pct.values())
+    top = [s for s in shown if shown[s] == f"{best:.0f}"]
+    return sentence_for(top, none="", one="{name}'s backward gets furthest",
+                        several="{names} get furthest together") + f", {best:.0f}% of the tensor roof"
 
 
 # the fused backwards of the roofline section: the pinned fused backends (sdpa_auto runs one of
@@ -636,6 +737,17 @@ def _glue_limits(w: pd.DataFrame, kernels: pd.DataFrame, roof: dict) -> dict:
                    f"tr_{stage}_bwd_mma": main["tensor instructions"],
                    f"tr_{stage}_bwd_occ": f"{main['achieved occupancy %']:.0f}"}
     if pct_c:
+        values["tr_furthest"] = furthest_sentence(
+            {stage: float(values[f"tr_{stage}_bwd_pct_compute"]) for stage in TRAINING_FUSED
+             if f"tr_{stage}_bwd_pct_compute" in values})
+        measured = [s for s in TRAINING_FUSED if f"tr_{s}_bwd_pct_compute" in values]
+        bound = [s for s, c, m in zip(measured, pct_c, pct_m) if max(c, m) >= 100 * q.BOUND_SHARE]
+        reach = (f"reach {_span(pct_c)}% of the compute roof and {_span(pct_m)}% of the copy roof")
+        values["tr_fused_roofs"] = sentence_for(
+            bound, none=f"Neither roof holds the fused backwards: they {reach}, held back by latency",
+            one=f"Of the fused backwards, a roof holds only {{name}}'s: they {reach}",
+            several=f"Of the fused backwards, a roof holds those of {{names}}: they {reach}",
+            every=f"A roof holds every fused backward: they {reach}", total=len(measured))
         values |= {"tr_fused_pct_compute_min": f"{min(pct_c):.0f}", "tr_fused_pct_compute_max": f"{max(pct_c):.0f}",
                    "tr_fused_pct_copy_min": f"{min(pct_m):.0f}", "tr_fused_pct_copy_max": f"{max(pct_m):.0f}"}
     return values

@@ -9,12 +9,15 @@
   if (!gd || !window.Plotly) return;
   var orig = null, busy = false, done = 0, pending = false, failures = 0, axesOrig = null;
   // narrower than this (a phone), plotly's toolbar, which a tap shows, would cover the title:
-  // it is hidden (a phone pinches to zoom)
+  // it is hidden (a phone pinches to zoom). By the screen's width, a style rule in force from the
+  // page's first chart on, whether or not a chart has been fitted yet (a chart in a fold is
+  // fitted only when opened); a chart narrower than the screen is marked so when it is fitted
   var NARROW_PX = 520;
   if (!document.getElementById('ap-chart-fit-style')) {
     var style = document.createElement('style');
     style.id = 'ap-chart-fit-style';
-    style.textContent = '.ap-chart-narrow .modebar-container { display: none !important; }';
+    style.textContent = '@media (max-width: ' + (NARROW_PX - 0.02) + 'px) { .js-plotly-plot .modebar-container ' +
+                        '{ display: none !important; } }\n.ap-chart-narrow .modebar-container { display: none !important; }';
     document.head.appendChild(style);
   }
   // every category of a categorical axis labelled (plotly skips every other one where they

@@ -456,34 +456,36 @@ def timeline(prof: Profile, step: int | None = None, window: tuple[float, float]
         notes.append(f"{hidden:,} ops deeper than depth {min(deepest, int(ops['depth'].max()) if len(ops) else 0)} hidden")
     cpu_rows = [lane(t, d) for t in threads for d in sorted(set(ops.loc[ops["tid"] == t, "depth"]))]
 
+    # every bar here has a base (its start): plotly's %{x} on such a bar is where it ends, not its
+    # length, so each hover reads its duration from customdata
     fig = go.Figure()
     if seg is None:
         fig.add_bar(
             orientation="h", base=ops["start_us"] - t0, x=ops["dur_us"],
             y=[lane(t, d) for t, d in zip(ops["tid"], ops["depth"])],
             marker_color=SERIES_COLORS["CPU time"], marker_line=dict(width=0.5, color="white"),
-            opacity=0.85, name="CPU ops", customdata=list(zip(ops["name"].map(literal), ops["self_us"])),
-            hovertemplate="%{customdata[0]}<br>%{x:.1f} µs (self %{customdata[1]:.1f} µs)<extra></extra>")
+            opacity=0.85, name="CPU ops", customdata=list(zip(ops["name"].map(literal), ops["self_us"], ops["dur_us"])),
+            hovertemplate="%{customdata[0]}<br>%{customdata[2]:.1f} µs (self %{customdata[1]:.1f} µs)<extra></extra>")
     else:
         fig.add_bar(
             orientation="h", base=seg["start_us"] - t0, x=seg["end_us"] - seg["start_us"], y=seg["lane"],
             marker=dict(color=SERIES_COLORS["CPU time"], opacity=_density(seg)), name="CPU ops (merged)",
-            customdata=list(zip(seg["events"], seg["name"].map(literal), seg["total_us"])),
-            hovertemplate="%{customdata[0]} ops, %{customdata[2]:.1f} µs of %{x:.1f} µs; the longest "
+            customdata=list(zip(seg["events"], seg["name"].map(literal), seg["total_us"], seg["end_us"] - seg["start_us"])),
+            hovertemplate="%{customdata[0]} ops, %{customdata[2]:.1f} µs of %{customdata[3]:.1f} µs; the longest "
                           "%{customdata[1]}<extra></extra>")
     if len(launches) <= max_bars:
         fig.add_bar(
             orientation="h", base=launches["start_us"] - t0, x=launches["dur_us"], y=["launch"] * len(launches),
-            marker_color=MUTED, name="runtime / driver calls", customdata=launches["name"],
-            hovertemplate="%{customdata}<br>%{x:.1f} µs<extra></extra>")
+            marker_color=MUTED, name="runtime / driver calls", customdata=list(zip(launches["name"], launches["dur_us"])),
+            hovertemplate="%{customdata[0]}<br>%{customdata[1]:.1f} µs<extra></extra>")
     else:
         seg = _segments(launches.assign(end_us=launches["start_us"] + launches["dur_us"]), resolution, None)
         notes.append(f"{len(launches):,} launches merged into {len(seg):,} segments")
         fig.add_bar(
             orientation="h", base=seg["start_us"] - t0, x=seg["end_us"] - seg["start_us"], y=["launch"] * len(seg),
             marker=dict(color=MUTED, opacity=_density(seg)), name="runtime / driver calls (merged)",
-            customdata=list(zip(seg["events"], seg["total_us"])),
-            hovertemplate="%{customdata[0]} calls, %{customdata[1]:.1f} µs of %{x:.1f} µs<extra></extra>")
+            customdata=list(zip(seg["events"], seg["total_us"], seg["end_us"] - seg["start_us"])),
+            hovertemplate="%{customdata[0]} calls, %{customdata[1]:.1f} µs of %{customdata[2]:.1f} µs<extra></extra>")
     streams = list(dict.fromkeys(gpu["stream"]))
     gpu_lane = (lambda s: "GPU") if len(streams) <= 1 else (lambda s: f"GPU stream {s}")  # noqa: E731
     gpu_rows = [gpu_lane(s) for s in streams] or ["GPU"]
@@ -492,8 +494,8 @@ def timeline(prof: Profile, step: int | None = None, window: tuple[float, float]
             orientation="h", base=gpu["start_us"] - t0, x=gpu["dur_us"], y=[gpu_lane(s) for s in gpu["stream"]],
             marker_color=[KIND_COLORS.get(k, KIND_COLORS["unknown"]) for k in gpu["kind"]],
             marker_line=dict(width=0.5, color="white"), name="GPU events",
-            customdata=list(zip(gpu["name"].map(literal), gpu["launched_by"].fillna(""))),
-            hovertemplate="%{customdata[0]}<br>%{x:.1f} µs, launched by %{customdata[1]}<extra></extra>")
+            customdata=list(zip(gpu["name"].map(literal), gpu["launched_by"].fillna(""), gpu["dur_us"])),
+            hovertemplate="%{customdata[0]}<br>%{customdata[2]:.1f} µs, launched by %{customdata[1]}<extra></extra>")
     else:
         seg = pd.concat([_segments(g, resolution, "kind").assign(lane=gpu_lane(s))
                          for s, g in gpu.groupby("stream", sort=False)], ignore_index=True)
@@ -503,8 +505,9 @@ def timeline(prof: Profile, step: int | None = None, window: tuple[float, float]
             marker=dict(color=[KIND_COLORS.get(k, KIND_COLORS["unknown"]) for k in seg["kind"]],
                         opacity=_density(seg)),
             name="GPU events (merged)",
-            customdata=list(zip(seg["events"], seg["total_us"], seg["kind"], seg["name"].map(literal))),
-            hovertemplate="%{customdata[0]} GPU events, busy %{customdata[1]:.1f} µs of %{x:.1f} µs, "
+            customdata=list(zip(seg["events"], seg["total_us"], seg["kind"], seg["name"].map(literal),
+                                seg["end_us"] - seg["start_us"])),
+            hovertemplate="%{customdata[0]} GPU events, busy %{customdata[1]:.1f} µs of %{customdata[4]:.1f} µs, "
                           "mostly %{customdata[2]}<br>the longest: %{customdata[3]}<extra></extra>")
     # launch links: from the runtime call on the CPU to the start of its GPU event
     linked = gpu.dropna(subset=["launch_start_us"])

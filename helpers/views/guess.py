@@ -46,7 +46,8 @@ GUESSABLE = tuple(k for k in KINDS if k != "unknown")
 # a kernel by ("the fused kernel", "FlashAttention-2's forward", "a cuBLAS gemm", "Triton").
 WORDS: dict[str, tuple[str, ...]] = {
     "gemm": ("matmul", "mm", "bmm", "linear", "addmm", "matrix multiply", "gemms", "matmuls"),
-    "attention": ("sdpa", "fmha", "attention forward", "attention kernel"),
+    "attention": ("sdpa", "fmha", "attention forward", "attention kernel", "scaled_dot_product_attention",
+                  "scaled dot product attention"),
     "softmax": (),
     "masked_fill": ("masked fill", "masked-fill", "where"),
     "elementwise": ("element-wise", "element wise", "scale", "mul", "div", "add"),
@@ -86,11 +87,19 @@ def kernel_words(kind: str, library: str | None = None, op: str | None = None, n
         words.append("fused")
     if kind == "attention" and "flash" in str(name).lower():
         words.append("flash")
+    if kind == "memcpy":  # the book calls a memcpy "a copy" (01: "the copy the trace shows")
+        words.append("copy")
     return list(dict.fromkeys(w for w in words if w in WORDS))
 
 
 # one token per kernel: commas, semicolons, new lines, arrows
 SEPARATORS = r"[,;\n]+|->|→"
+# what a reader wraps a kernel's name in, as code ("`masked_fill_`", "aten::softmax", "torch.matmul()"):
+# quotes and backticks around it, a namespace before it (up to the last :: or .), a call's () and
+# the in-place _ after it. [\s\S]: any character in Python's re and JavaScript's RegExp alike
+CODE_QUOTES = "`'\""
+CODE_PREFIX = r"^[\s\S]*(?:::|\.)"
+CODE_SUFFIX = r"(?:\(\))?_*$"
 # ASCII digits only: Python's \d also reads other scripts' digits, JavaScript's does not
 NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 # whitespace, spelled out: Python's str.strip() and JavaScript's trim() disagree on a few characters
@@ -118,6 +127,12 @@ UNITS: dict[str, dict[str, float]] = {
     "blocks": {"blocks": 1.0, "block": 1.0},
 }
 
+# words a reader puts before an estimate ("about 40", "~40"): the number after them is the guess.
+# ONE table, handed to the browser's judge in every number key; a word hedge must end the word
+# ("around40" reads, "aboutness" does not)
+HEDGES = ("approximately", "approx.", "approx", "roughly", "around", "about", "circa", "ca.", "nearly",
+          "almost", "maybe", "perhaps", "close to", "≈", "~=", "~")
+
 MESSAGES = {
     "empty": "Type a guess first (or use Just reveal).",
     "empty_choice": "Pick one of the options first (or use Just reveal).",
@@ -128,8 +143,12 @@ MESSAGES = {
 }
 VERDICTS = {"right": "Right.", "wrong": "Not quite.", "revealed": "Revealed without a guess."}
 # what the reveal writes beside each item, by its status
+# of a kernel list: a guessed word that names nothing the trace launches is "extra"; one that
+# names a kernel the alignment left at another place is "misplaced" (that kernel: "moved"); one
+# more of a kind than the trace launches is "surplus"
 STATUSES = {"matched": "matches", "missing": "missing from your guess", "extra": "not in the trace",
-            "differs": "differs", "revealed": ""}
+            "misplaced": "in the trace, at another place", "moved": "in your guess, at another place",
+            "surplus": "one more than the trace launches", "differs": "differs", "revealed": ""}
 
 
 # ------------------------------------------------------------------------------------ judging
@@ -149,6 +168,13 @@ def normalise_kind(token: str) -> str:
     return re.sub("[" + WHITESPACE + "]+", " ", trim(token).lower())
 
 
+def kernel_word(token: str) -> str:
+    """A reader's token as a word of the table's spelling: lower case, single spaces, with no code
+    around it ("`aten::masked_fill_()`" -> "masked_fill")."""
+    norm = trim(normalise_kind(token), WHITESPACE + CODE_QUOTES)
+    return trim(re.sub(CODE_SUFFIX, "", re.sub(CODE_PREFIX, "", norm)), WHITESPACE + CODE_QUOTES)
+
+
 def parse_kernels(text: str, aliases: dict[str, str]) -> list[tuple[str, str]]:
     """(as typed, the word it names) per token; a word the table lacks stays as typed (snake_case)."""
     out = []
@@ -156,7 +182,7 @@ def parse_kernels(text: str, aliases: dict[str, str]) -> list[tuple[str, str]]:
         word = trim(raw)
         if not word:
             continue
-        norm = normalise_kind(word)
+        norm = kernel_word(word)
         kind = aliases.get(norm, norm.replace(" ", "_").replace("-", "_"))
         out.append((word, kind))
     return out
@@ -171,6 +197,19 @@ def parse_number(text: str, units: dict[str, float] | None = None) -> float | No
         return None
     value, unit = found
     return value * units[unit] if unit in units else None
+
+
+def unhedge(text: str, hedges: Sequence[str] = HEDGES) -> str:
+    """``text`` trimmed, without the hedges before its number ("about ~40" -> "40")."""
+    text, hedged = trim(text), True
+    while hedged:
+        hedged = False
+        for hedge in hedges:
+            head, rest = text[:len(hedge)], text[len(hedge):]
+            if head.lower() == hedge and not (hedge[-1].isalpha() and re.match("[A-Za-z]", rest)):
+                text, hedged = trim(rest), True
+                break
+    return text
 
 
 def parse_number_and_unit(text: str) -> tuple[float, str] | None:
@@ -209,10 +248,45 @@ def _invalid(message: str) -> dict:
     return {"valid": False, "message": message}
 
 
+def _judge_kernels(key: dict, text: str) -> dict:
+    messages = key["messages"]
+    tokens = parse_kernels(text, key["aliases"])
+    if not tokens:  # separators only
+        return _invalid(messages["empty"])
+    unknown = [word for word, k in tokens if k not in key["words"]]
+    if unknown:
+        return _invalid(messages["unknown_kind"].replace("{unknown}", ", ".join(f'"{w}"' for w in unknown))
+                        .replace("{kinds}", ", ".join(key["words"])))
+    trace = key["answer"]
+    pairs = _align([k for _, k in tokens], [t["words"] for t in trace])
+    # the words left over on each side: a guessed word with a left-over kernel it names was put at
+    # another place (ties of the alignment leave either one); else it is one too many, or foreign
+    loose_guess = [tokens[gi][1] for gi, ti in pairs if ti is None]
+    loose_trace = [trace[ti]["words"] for gi, ti in pairs if gi is None]
+    items = []
+    for gi, ti in pairs:
+        if gi is not None and ti is not None:
+            items.append({"status": "matched", "guess": tokens[gi][0], "trace": trace[ti]["label"],
+                          "href": trace[ti]["href"]})
+        elif gi is not None:
+            word = tokens[gi][1]
+            status = ("misplaced" if any(word in w for w in loose_trace)
+                      else "surplus" if any(word in t["words"] for t in trace) else "extra")
+            items.append({"status": status, "guess": tokens[gi][0], "trace": "",
+                          "href": key["explainedBy"]["href"]})
+        else:
+            moved = any(w in trace[ti]["words"] for w in loose_guess)
+            items.append({"status": "moved" if moved else "missing", "guess": "", "trace": trace[ti]["label"],
+                          "href": trace[ti]["href"]})
+    right = all(item["status"] == "matched" for item in items)
+    return {"valid": True, "verdict": "right" if right else "wrong", "items": items}
+
+
 def judge(key: dict, text: str | None) -> dict:
     """The reader's ``text`` against the answer ``key``: ``{"valid": False, "message"}`` for
     input that cannot be judged, else ``{"valid": True, "verdict": "right"|"wrong", "items"}``,
-    one item per thing compared: ``status`` (matched, missing, extra, differs), ``guess`` (the
+    one item per thing compared: ``status`` (matched, missing, extra, misplaced, moved, surplus,
+    differs: STATUSES), ``guess`` (the
     reader's own words), ``trace`` (what the trace says) and ``href`` (what explains it)."""
     messages = key["messages"]
     text = "" if text is None else str(text)
@@ -220,29 +294,9 @@ def judge(key: dict, text: str | None) -> dict:
     if not trim(text):
         return _invalid(messages["empty_choice" if kind == "choice" else "empty"])
     if kind == "kernels":
-        tokens = parse_kernels(text, key["aliases"])
-        if not tokens:  # separators only
-            return _invalid(messages["empty"])
-        unknown = [word for word, k in tokens if k not in key["words"]]
-        if unknown:
-            return _invalid(messages["unknown_kind"].replace("{unknown}", ", ".join(f'"{w}"' for w in unknown))
-                            .replace("{kinds}", ", ".join(key["words"])))
-        trace = key["answer"]
-        items = []
-        for gi, ti in _align([k for _, k in tokens], [t["words"] for t in trace]):
-            if gi is not None and ti is not None:
-                items.append({"status": "matched", "guess": tokens[gi][0], "trace": trace[ti]["label"],
-                              "href": trace[ti]["href"]})
-            elif gi is not None:
-                items.append({"status": "extra", "guess": tokens[gi][0], "trace": "",
-                              "href": key["explainedBy"]["href"]})
-            else:
-                items.append({"status": "missing", "guess": "", "trace": trace[ti]["label"],
-                              "href": trace[ti]["href"]})
-        right = all(item["status"] == "matched" for item in items)
-        return {"valid": True, "verdict": "right" if right else "wrong", "items": items}
+        return _judge_kernels(key, text)
     if kind == "number":
-        found = parse_number_and_unit(text)
+        found = parse_number_and_unit(unhedge(text, key.get("hedges", ())))
         if found is None or not math.isfinite(found[0]):
             return _invalid(messages["not_a_number"].replace("{text}", trim(text)))
         if found[1] not in key["units"]:
@@ -330,7 +384,7 @@ def number_key(qid: str, question: str, answer: float, tolerance: float = 0.0, u
         decimals = 0 if answer.is_integer() else 1
     text = f"{answer:,.{decimals}f}"
     key = _base(qid, "number", question, explained_by, source)
-    key.update(answer=answer, tolerance=float(tolerance), unit=unit, units=units_of(unit),
+    key.update(answer=answer, tolerance=float(tolerance), unit=unit, units=units_of(unit), hedges=list(HEDGES),
                answerText=f"{text}{unit}",
                toleranceText=(f"right within ±{tolerance:.0%}" if tolerance else "right only if exact"))
     return key

@@ -88,13 +88,13 @@ def at_a_glance(profiles: dict, revealed: dict[str, list[Verdict]]) -> pd.DataFr
         rows.append({"stage": name, "GPU events": s["gpu_events"], "GPU µs": round(s["gpu_time_us"], 1),
                      "CPU µs (profiled)": round(s["cpu_time_us"], 1),
                      "the chapter's lesson": get_stage(name).lesson or "—",
-                     "the trace says": (f"{taught.verdict}: {taught.evidence}" if taught
+                     "verdict from the trace": (f"{taught.verdict}: {taught.evidence}" if taught
                                         else "no claim of the article to check"),
                      "every verdict": verdicts})
     frame = pd.DataFrame(rows).set_index("stage").join(reference_columns(profiles))
     where = sorted({f"{p.mode} on {p.provenance.gpu} (torch {p.provenance.torch})" for p in profiles.values()})
     # the renderer opens the trace's verdict onto every verdict
-    frame.attrs = {"expand": {"the trace says": "every verdict"},
+    frame.attrs = {"expand": {"verdict from the trace": "every verdict"},
                    "caption": f"Measured: {'; '.join(where)}. GPU and CPU time of one forward (the last "
                               f"profiled step); the CPU time includes the profiler's own overhead."}
     return frame

@@ -1,12 +1,13 @@
 """A verdict: one claim, what a trace shows about it, and whether it holds on this GPU."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 import pandas as pd
 
 from ..core.article import ARTICLE_GPU
+from ..core.measured_on import mixed, sides
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,14 @@ class Judge:
     def __call__(self, profiles: Mapping) -> list[Verdict]:
         given = self.judge(profiles[self.stage], *(profiles[n] for n in self.needs),
                            **{n: profiles.get(n) for n in self.optional})
-        return [v for v in given if v is not None]
+        out = [v for v in given if v is not None]
+        # live, a stage this GPU cannot run is its recording from another GPU: every comparison
+        # with it says which GPU each side ran on, never silently one GPU against another
+        used = {n: profiles.get(n) for n in (self.stage, *self.needs, *self.optional)}
+        if mixed(used):
+            note = f"Two GPUs: {sides(used)}. "
+            out = [replace(v, evidence=note + v.evidence) for v in out]
+        return out
 
 
 VERDICTS: dict[str, Judge] = {}   # stage name -> its judge, in the order they were registered

@@ -17,6 +17,9 @@
   function makeApi() {
     const WHITESPACE = " \t\n\r\f\v\u00a0";
     const SEPARATORS = /[,;\n]+|->|→/;
+    const CODE_QUOTES = "`'\"";
+    const CODE_PREFIX = /^[\s\S]*(?:::|\.)/;
+    const CODE_SUFFIX = /(?:\(\))?_*$/;
     const NUMBER = /^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
     // a number and the unit after it (the units themselves come with each key, from Python)
     const NUMBER_AND_UNIT = new RegExp("^(.*?)([^0-9.,+\\-" + WHITESPACE + "][^0-9]*)?$", "s");
@@ -33,16 +36,36 @@
       return trim(token).toLowerCase().replace(new RegExp("[" + WHITESPACE + "]+", "g"), " ");
     }
     function has(table, name) { return Object.prototype.hasOwnProperty.call(table, name); }
+    function kernelWord(token) {
+      const norm = trim(normaliseKind(token), WHITESPACE + CODE_QUOTES);
+      return trim(norm.replace(CODE_PREFIX, "").replace(CODE_SUFFIX, ""), WHITESPACE + CODE_QUOTES);
+    }
     function parseKernels(text, aliases) {
       const out = [];
       for (const raw of text.split(SEPARATORS)) {
         const word = trim(raw);
         if (!word) continue;
-        const norm = normaliseKind(word);
+        const norm = kernelWord(word);
         const kind = has(aliases, norm) ? aliases[norm] : norm.split(" ").join("_").split("-").join("_");
         out.push([word, kind]);
       }
       return out;
+    }
+    function unhedge(text, hedges) {
+      let hedged = true;
+      text = trim(text);
+      while (hedged) {
+        hedged = false;
+        for (const hedge of hedges) {
+          const head = text.slice(0, hedge.length), rest = text.slice(hedge.length);
+          if (head.toLowerCase() === hedge && !(/[A-Za-z]/.test(hedge[hedge.length - 1]) && /^[A-Za-z]/.test(rest))) {
+            text = trim(rest);
+            hedged = true;
+            break;
+          }
+        }
+      }
+      return text;
     }
     function parseNumberAndUnit(text) {
       const m = NUMBER_AND_UNIT.exec(trim(text));
@@ -92,21 +115,29 @@
                               "kinds", key.words.join(", ")));
         }
         const trace = key.answer;
+        const pairs = align(tokens.map(([, k]) => k), trace.map((t) => t.words));
+        // the words left over on each side (see guess.py: misplaced / moved / surplus / extra)
+        const looseGuess = pairs.filter(([, ti]) => ti === null).map(([gi]) => tokens[gi][1]);
+        const looseTrace = pairs.filter(([gi]) => gi === null).map(([, ti]) => trace[ti].words);
         const items = [];
-        for (const [gi, ti] of align(tokens.map(([, k]) => k), trace.map((t) => t.words))) {
+        for (const [gi, ti] of pairs) {
           if (gi !== null && ti !== null) {
             items.push({ status: "matched", guess: tokens[gi][0], trace: trace[ti].label, href: trace[ti].href });
           } else if (gi !== null) {
-            items.push({ status: "extra", guess: tokens[gi][0], trace: "", href: key.explainedBy.href });
+            const word = tokens[gi][1];
+            const status = looseTrace.some((w) => w.includes(word)) ? "misplaced"
+              : trace.some((t) => t.words.includes(word)) ? "surplus" : "extra";
+            items.push({ status, guess: tokens[gi][0], trace: "", href: key.explainedBy.href });
           } else {
-            items.push({ status: "missing", guess: "", trace: trace[ti].label, href: trace[ti].href });
+            const moved = looseGuess.some((w) => trace[ti].words.includes(w));
+            items.push({ status: moved ? "moved" : "missing", guess: "", trace: trace[ti].label, href: trace[ti].href });
           }
         }
         const right = items.every((item) => item.status === "matched");
         return { valid: true, verdict: right ? "right" : "wrong", items };
       }
       if (kind === "number") {
-        const found = parseNumberAndUnit(text);
+        const found = parseNumberAndUnit(unhedge(text, key.hedges || []));
         if (found === null || !Number.isFinite(found[0])) return invalid(fill(messages.not_a_number, "text", trim(text)));
         if (!has(key.units, found[1])) {
           const unit = trim(key.unit);
@@ -148,7 +179,7 @@
     function clear(storageKey) {
       try { global.localStorage.removeItem(storageKey); return true; } catch (e) { return false; }
     }
-    return { judge, parseNumber, parseNumberAndUnit, parseKernels, trim, load, save, clear, mounted: [] };
+    return { judge, parseNumber, parseNumberAndUnit, parseKernels, unhedge, trim, load, save, clear, mounted: [] };
   }
 
   // --- one question -----------------------------------------------------------------------------
@@ -187,8 +218,10 @@
     const verdict = result ? result.verdict : "revealed";
     const head = el("p", { class: "apq-verdict apq-" + verdict });
     head.append(el("b", { text: key.verdicts[verdict] + " " }));
-    if (result) head.append("You said " + JSON.stringify(api.trim(guessText)) + "; " + key.source + " says: ");
-    else head.append(key.source.charAt(0).toUpperCase() + key.source.slice(1) + " says: ");
+    // "from the counters: 37.2 times": the answer is read or computed from its source, which "says"
+    // nothing (and "the counters says" reads wrong)
+    if (result) head.append("You said " + JSON.stringify(api.trim(guessText)) + "; from " + key.source + ": ");
+    else head.append("From " + key.source + ": ");
     head.append(el("span", { class: "apq-answer", text: key.answerText }));
     container.append(head);
     const items = result ? result.items
@@ -200,7 +233,7 @@
     const body = el("tbody");
     for (const item of items) {
       const why = item.status === "matched" || !item.href || item.href === "#" ? ""
-        : link(item.href, item.status === "extra" ? "see " + key.explainedBy.label
+        : link(item.href, ["extra", "misplaced", "surplus"].includes(item.status) ? "see " + key.explainedBy.label
           : item.status === "revealed" && key.type === "kernels" ? "its row" : "see why");
       const status = el("span", { class: "apq-status", text: key.statuses[item.status] });
       body.append(el("tr", { class: "apq-" + item.status }, [

@@ -1,0 +1,45 @@
+"""Which GPU each Profile of a page was measured on, so that a page never compares two GPUs as if
+they were one. Live, a stage this GPU cannot run (flash on a T4) falls back to its recording, made
+on another GPU: its figures are that GPU's. `elsewhere` names such stages; `sides` says, in words,
+where each side of a comparison ran."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Mapping
+
+from .profile import Profile
+
+
+def where(prof: Profile) -> str:
+    """"live on <GPU>" or "recorded on <GPU>"."""
+    return f"{'live' if prof.mode == 'live' else 'recorded'} on {prof.provenance.gpu}"
+
+
+def home_gpu(profiles: Mapping[str, Profile | None]) -> str | None:
+    """The page's own GPU: the one its live profiles ran on, else the one most of them were
+    recorded on (the first such, on a tie)."""
+    given = [p for p in profiles.values() if p is not None]
+    live = [p.provenance.gpu for p in given if p.mode == "live"]
+    counted = Counter(live or [p.provenance.gpu for p in given])
+    return counted.most_common(1)[0][0] if counted else None
+
+
+def elsewhere(profiles: Mapping[str, Profile | None]) -> dict[str, str]:
+    """{stage: its GPU} for every profile measured on another GPU than the page's own."""
+    home = home_gpu(profiles)
+    return {name: p.provenance.gpu for name, p in profiles.items()
+            if p is not None and p.provenance.gpu != home}
+
+
+def mixed(profiles: Mapping[str, Profile | None]) -> bool:
+    """Whether the profiles come from more than one GPU."""
+    return len({p.provenance.gpu for p in profiles.values() if p is not None}) > 1
+
+
+def sides(profiles: Mapping[str, Profile | None]) -> str:
+    """"sdpa_flash recorded on NVIDIA H200; naive and inplace live on Tesla T4": each GPU once."""
+    groups: dict[str, list[str]] = {}
+    for name, p in profiles.items():
+        if p is not None:
+            groups.setdefault(where(p), []).append(name)
+    return "; ".join(f"{', '.join(names)} {on}" for on, names in groups.items())

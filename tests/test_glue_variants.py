@@ -1,0 +1,241 @@
+"""Every glued sentence holds for any recording: the pages' glue functions run over variants of
+each real replay set, made in memory from its recordings (no copy on disk, so the test takes
+seconds): as recorded, a stage missing, the winner changed, a tie, another GPU (its SM count and
+memory). No glued value may read "none", "nan", "[]", nothing at all, or compare a stage with
+itself ("sdpa_flash ... than sdpa_flash").
+
+The glue is caught where myst-nb's `glue` would be called; the words checked are spelled here."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers.core.stages import STAGES
+from helpers.sources.modes import profile_stage
+
+ROOT = Path(__file__).resolve().parent.parent
+SETS = [p.name for p in sorted((ROOT / "notebooks" / "traces").iterdir())
+        if p.is_dir() and not p.name.startswith("synthetic")]
+GPU_EVENTS = ("kernel", "gpu_memcpy", "gpu_memset")
+FORWARDS = ["naive", "inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto",
+            "naive_compiled", "flex", "flex_sliding"]
+
+
+# --- what no glued value may say ------------------------------------------------------------------
+
+def fault(value) -> str | None:
+    """Why `value` cannot stand in a sentence, or None."""
+    if value is None:
+        return "None"
+    if isinstance(getattr(value, "data", None), str):   # a sentence glued as Markdown ({glue:md})
+        value = value.data
+    if isinstance(value, float) and value != value:
+        return "nan"
+    text = str(value)
+    if not text.strip():
+        return "empty"
+    if re.search(r"\bnone\b", text, re.I):
+        return "none"
+    if re.search(r"\bnan\b", text, re.I):
+        return "nan"
+    if "[]" in text:
+        return "an empty list"
+    for stage in STAGES:
+        # "X ... than X" / "X against X" in one clause
+        if re.search(rf"(?<![\w]){stage}(?![\w])[^.;:]*\b(?:than|against|vs)\s+(?:\w+\s+){{0,2}}{stage}(?![\w])", text):
+            return f"{stage} compared with itself"
+    return None
+
+
+def test_the_checks_catch_what_they_name():
+    assert fault("only none stays past a million tokens") == "none"
+    assert fault("None") == "none" and fault(None) == "None" and fault(float("nan")) == "nan"
+    assert fault("") == "empty" and fault("stages: []") == "an empty list"
+    assert fault("Will one forward of sdpa_flash be faster than sdpa_flash?") == "sdpa_flash compared with itself"
+    assert fault("sdpa_flash is faster than sdpa_cudnn") is None
+    assert fault("naive_compiled is faster than naive") is None   # a name inside another is not the same stage
+
+
+# --- the recordings, loaded once a set ----------------------------------------------------------
+
+@pytest.fixture(scope="module", params=SETS)
+def recorded(request):
+    from helpers import Session, training
+    s = Session(request.param)
+    forwards = {st: profile_stage(st, mode="replay", quiet=True, gpu=request.param) for st in FORWARDS
+                if st in s.replay_set.stages()}
+    return {"gpu": request.param, "forwards": forwards, "training": s.training(training.STAGES),
+            "memory": s.memory(), "counters": s.training_counters()}
+
+
+def _scaled(prof, factor: float):
+    """The same recording with every GPU event `factor` times as long."""
+    from helpers.core.profile import Profile
+    events = copy.deepcopy(prof.events)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in GPU_EVENTS:
+            e["dur"] = float(e["dur"]) * factor
+    return Profile(events, prof.provenance, prof.trace_path)
+
+
+def _gpu_us(prof) -> float:
+    return float(prof.summary()["gpu_time_us"])
+
+
+def _on_gpu(prof, name: str, sms: int):
+    from helpers.core.profile import Profile
+    return Profile(prof.events, dataclasses.replace(prof.provenance, gpu=name, sm_count=sms), prof.trace_path)
+
+
+def _without(data: dict, stage: str) -> dict:
+    out = copy.copy(data)
+    out["forwards"] = {k: v for k, v in data["forwards"].items() if k != stage}
+    out["training"] = {k: v for k, v in data["training"].items() if k != stage}
+    out["memory"] = {**data["memory"], "ladder": [r for r in data["memory"]["ladder"] if r.get("stage") != stage]}
+    c = dict(data["counters"])
+    c["backward"] = {k: v for k, v in c["backward"].items() if k != stage}
+    c["forward"] = {k: v for k, v in c["forward"].items() if k != stage}
+    out["counters"] = c
+    return out
+
+
+def _memory_total(data: dict, factor: float) -> dict:
+    out = copy.copy(data)
+    prov = dict(data["memory"].get("provenance", {}))
+    prov["total_memory_bytes"] = float(prov["total_memory_bytes"]) * factor
+    out["memory"] = {**data["memory"], "provenance": prov}
+    return out
+
+
+def _copy_roof(data: dict, factor: float) -> dict:
+    out = copy.copy(data)
+    c = dict(data["counters"])
+    c["copy TB/s"] = float(c["copy TB/s"]) * factor
+    out["counters"] = c
+    return out
+
+
+def variant(data: dict, name: str) -> dict:
+    if name == "as recorded":
+        return data
+    if name == "a stage missing":
+        return _without(data, "sdpa_cudnn")
+    if name == "the winner changed":
+        out = copy.copy(data)
+        f = data["forwards"]
+        out["forwards"] = {**f, "sdpa_flash": _scaled(f["sdpa_flash"], 3.0), "sdpa_cudnn": _scaled(f["sdpa_cudnn"], 0.4)}
+        return _copy_roof(_memory_total(out, 4.0), 3.0)     # every fused backward right of the ridge, past 1 M
+    if name == "a tie":
+        out = copy.copy(data)
+        f = data["forwards"]
+        out["forwards"] = {**f, "sdpa_cudnn": _scaled(f["sdpa_cudnn"], _gpu_us(f["sdpa_flash"]) / _gpu_us(f["sdpa_cudnn"]))}
+        c = dict(data["counters"])
+        c["backward"] = {**c["backward"], "sdpa_flash": c["backward"]["sdpa_cudnn"].copy(),
+                         "sdpa_efficient": c["backward"]["sdpa_cudnn"].copy()}
+        out["counters"] = c
+        return out
+    if name == "another GPU":
+        out = copy.copy(data)
+        out["forwards"] = {k: _on_gpu(p, "SYNTHETIC GPU", 108) for k, p in data["forwards"].items()}
+        out["training"] = {k: _on_gpu(p, "SYNTHETIC GPU", 108) for k, p in data["training"].items()}
+        return _copy_roof(_memory_total(out, 0.25), 0.4)    # far less memory, every backward left of the ridge
+    raise KeyError(name)
+
+
+VARIANTS = ["as recorded", "a stage missing", "the winner changed", "a tie", "another GPU"]
+
+
+# --- each page's glue, as its notebook calls it ------------------------------------------------
+
+def stage_pages(d):
+    from helpers.views import prose
+    for prof in d["forwards"].values():
+        prose.glue_summary(prof)
+        prose.glue_async(prof)
+    prose.glue_profiles(d["forwards"])
+
+
+def at_a_glance(d):
+    from helpers.views import prose
+    prose.glue_timer(d["forwards"])
+
+
+def claims_pages(d):
+    from helpers.chapters import claims
+    f = d["forwards"]
+    if {"sdpa_cudnn", "sdpa_flash"} <= f.keys():
+        claims.glue_cpu_split(f["sdpa_cudnn"], f["sdpa_flash"])
+    claims.glue_memory(f["inplace"], f["naive"])
+
+
+def compiled_page(d):
+    from helpers.chapters import compiled
+    f = d["forwards"]
+    compiled.glue_first_call(f["naive_compiled"], f["naive"])
+    compiled.glue_page(f["naive_compiled"], f["naive"])
+
+
+def flex_page(d):
+    from helpers.chapters import flex
+    f = d["forwards"]
+    flex.glue_page(f["flex"], f["sdpa_flash"], f.get("flex_sliding"))
+
+
+def training_page(d):
+    from helpers import training
+    training.glue_training(d["training"], d["memory"], {k: d["forwards"][k] for k in ("naive", "sdpa_flash")})
+    work = training.ncu_work(d["counters"])
+    training.glue_work(work, training.backward_limits(d["counters"]))
+
+
+PAGES = {"stage pages": stage_pages, "08 timer": at_a_glance, "claims (02, 06)": claims_pages,
+         "06b": compiled_page, "06c": flex_page, "11": training_page}
+
+
+@pytest.fixture
+def caught(monkeypatch):
+    import myst_nb
+    values: dict = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: values.__setitem__(name, value))
+    return values
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+@pytest.mark.parametrize("name", VARIANTS)
+def test_every_glued_value_reads_as_a_sentence(recorded, name, page, caught):
+    PAGES[page](variant(recorded, name))
+    assert caught, f"{page} glued nothing"
+    bad = {k: (v, fault(v)) for k, v in caught.items() if fault(v)}
+    assert not bad, f"{recorded['gpu']}, {name}: {bad}"
+
+
+# --- the variants are what they say (else the test above checks less than it claims) -----------
+
+def test_the_variants_change_what_they_name(recorded):
+    tie = variant(recorded, "a tie")["forwards"]
+    assert _gpu_us(tie["sdpa_cudnn"]) == pytest.approx(_gpu_us(tie["sdpa_flash"]))
+    won = variant(recorded, "the winner changed")["forwards"]
+    assert _gpu_us(won["sdpa_cudnn"]) < _gpu_us(won["sdpa_flash"])
+    assert "sdpa_cudnn" not in variant(recorded, "a stage missing")["training"]
+    assert all(p.provenance.sm_count == 108 for p in variant(recorded, "another GPU")["forwards"].values())
+    from helpers import training
+    places = {v: training.glue_work(training.ncu_work(variant(recorded, v)["counters"]))["tr_ridge_sentence"]
+              for v in ("the winner changed", "another GPU")}
+    assert "left of" not in places["the winner changed"] and "right of" not in places["another GPU"]
+
+
+def test_a_missing_hub_trace_is_one_line_and_no_comparison(recorded):
+    from helpers.chapters import hub_flash
+    from helpers.sources.hub import Missing
+    hf = hub_flash.HubFlash(None, "status", Missing("SYNTHETIC GPU", (), False))
+    assert fault(hf.note) is None and "SYNTHETIC GPU" in hf.note
+    assert hf.binaries(recorded["forwards"]["sdpa_flash"]) is None
+    if "hub_flash" in STAGES and recorded["gpu"] == "h200":
+        hub = profile_stage("hub_flash", mode="replay", quiet=True, gpu="h200")
+        text = hub_flash.summary_markdown(hub, recorded["forwards"]).data
+        assert fault(text) is None
