@@ -494,7 +494,8 @@ def verdict_sentence(pts: pd.DataFrame) -> str:
         parts.append(f"about even: {_and(even)}")
     parts.append(f"bound by the GPU: {_and(gpu)}" if gpu else "no stage is bound by the GPU")
     untimed = [r["stage"] for r in rows if r["bound"] == NO_TIMER_WORDS]
-    tail = f" No verdict for {_and(untimed)}: {NO_TIMER}." if untimed else ""
+    tail = (f" No verdict for {_and(untimed)}: the caller's timer did not time {'it' if len(untimed) == 1 else 'them'}; "
+            "do_bench's figure decides nothing." if untimed else "")
     return _cap("; ".join(parts)) + "." + tail
 
 

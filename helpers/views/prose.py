@@ -93,7 +93,8 @@ def glue_timer(profiles: dict) -> dict:
         sentence = "; ".join(parts)
         values["verdicts"] = sentence[0].upper() + sentence[1:] + "."
         if untimed:
-            values["verdicts"] += f" No verdict for {_names(untimed)}: {NO_TIMER}."
+            values["verdicts"] += (f" No verdict for {_names(untimed)}: the caller's timer did not time "
+                                   f"{'it' if len(untimed) == 1 else 'them'}; do_bench's figure decides nothing.")
     # the clearest overhead: profiled CPU time per call over the loop's whole call, on a GPU-bound stage
     over = {n: float(profiles[n].summary()["cpu_time_us"]) / b.wall_us for n, b in timed.items() if b.by == GPU}
     over = {n: r for n, r in over.items() if r > 1}

@@ -112,7 +112,8 @@ def test_the_glued_sentence_names_the_stages_the_raw_rule_names(recording):
     sentence = "; ".join(parts)
     want = sentence[0].upper() + sentence[1:] + "."
     if untimed:
-        want += f" No verdict for {names(untimed)}: {NO_TIMER}."
+        want += (f" No verdict for {names(untimed)}: the caller's timer did not time "
+                 f"{'it' if len(untimed) == 1 else 'them'}; do_bench's figure decides nothing.")
     assert g["verdicts"] == want
     assert g["cpu_bound_count"] == len(cpu)
     n, timed = len(profiles), len(profiles) - len(untimed)
