@@ -4,7 +4,9 @@ the clear refusals on GPUs that can't run them."""
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
+from timer_fakes import later_calls_raw, raw_call
 import torch
 
 import helpers
@@ -142,17 +144,20 @@ def test_every_op_of_a_compiled_call_is_explained(profiles):
 def test_first_call_and_memory_are_the_recorded_provenance(profiles):
     c, n = profiles["naive_compiled"], profiles["naive"]
     raw = {p.stage: raw_document(p.trace_path)["provenance"] for p in (c, n)}
+    # a later call: the caller's loop where both have one (timers.json, read raw), else do_bench
+    (later_n, later_c), _ = later_calls_raw([n.trace_path, c.trace_path])
+    later = {"naive": later_n, "naive_compiled": later_c}
     table = compiled.first_call(c, n)
     for stage, prov in raw.items():
         assert table.loc[stage, "first call (s)"] == round(prov["first_call_seconds"], 2)
-        assert table.loc[stage, "first call / later call"] == round(prov["first_call_seconds"] * 1e6 / prov["do_bench_us"])
+        assert table.loc[stage, "first call / later call"] == round(prov["first_call_seconds"] * 1e6 / later[stage])
     memory = compiled.forward_memory({"naive": n, "naive_compiled": c})
     for stage, prov in raw.items():
         # MiB, the unit the in-place chapter gives the same quantity in
         assert memory.loc[stage, "the forward needed (MiB)"] == round(
             (prov["peak_memory_bytes"] - prov["memory_before_bytes"]) / 2**20, 1)
     extra = raw["naive_compiled"]["first_call_seconds"] - raw["naive"]["first_call_seconds"]
-    saved = raw["naive"]["do_bench_us"] - raw["naive_compiled"]["do_bench_us"]
+    saved = later["naive"] - later["naive_compiled"]
     calls = compiled.payoff_calls(c, n)
     assert (calls is None) == (saved <= 0)
     if calls is not None:
@@ -178,9 +183,11 @@ def test_flex_verdicts_follow_the_raw_events(profiles):
         grid == [-(-s["seq"] // block_m), s["batch"], s["heads"]])
     ratio = raw_median_gpu_us(f) / raw_median_gpu_us(a)
     assert by_claim(verdicts, "as fast as flash").holds == (abs(ratio - 1) <= 0.10)
-    bench = raw_document(f.trace_path)["provenance"]["do_bench_us"]
-    # the book's one line (helpers.profiling.bound): bound by the GPU when do_bench <= 1.10 × the GPU time
-    assert by_claim(verdicts, "a call takes as long").holds == (bench <= 1.10 * raw_median_gpu_us(f))
+    # the book's one line (helpers.core.bound): the caller's loop against the GPU's busy time; no
+    # verdict without the caller's timer
+    call = raw_call(f.trace_path, raw_median_gpu_us(f))
+    said = [v for v in verdicts if v.claim.startswith("a call takes as long")]
+    assert (not said) if call is None else said[0].holds == (call["verdict"] == "bound by the GPU")
 
 
 def test_the_grid_matches_block_m_of_the_generated_code(profiles):
@@ -229,17 +236,28 @@ def test_sliding_verdicts_follow_the_raw_events(profiles):
         (raw_median_gpu_us(s) < raw_median_gpu_us(c)) == ((gs > 0).sum() < (gc > 0).sum()))
 
 
-def test_gap_sweep_is_the_recorded_do_bench_over_the_raw_gpu_time():
+def test_gap_sweep_is_the_recorded_loop_over_the_raw_busy_time():
     seqs = sorted({sh.seq for sh in recorded_shapes("flex") if sh.head_dim == 64})
     assert len(seqs) > 1, "the flex seq sweep is not recorded"
     sweep = helpers.flex.gap_sweep(helpers.Session(mode="replay").grid(["flex"], flex.gap_shapes(tuple(seqs))))
-    for _, row in sweep.iterrows():
+    calls = []
+    for _, row in sweep.sort_values("seq").iterrows():
         prof = profile_stage("flex", Shape(seq=int(row["seq"])), "replay", quiet=True)
         bench = raw_document(prof.trace_path)["provenance"]["do_bench_us"]
-        assert row["do_bench / GPU"] == pytest.approx(bench / raw_median_gpu_us(prof), abs=0.006)  # rounded to 0.01
-    ratios = list(sweep.sort_values("seq")["do_bench / GPU"])
+        assert row["do_bench µs"] == pytest.approx(bench, abs=0.051)
+        call = raw_call(prof.trace_path, raw_median_gpu_us(prof))
+        calls.append(call)
+        if call is None:
+            assert pd.isna(row["loop / busy"])
+        else:
+            assert row["loop / busy"] == pytest.approx(call["wall"] / call["busy"], abs=0.006)  # rounded to 0.01
     verdict = flex.gap_closes(sweep)
-    assert verdict.holds == (ratios[0] == max(ratios) and ratios[-1] <= 1.10)
+    timed = [c for c in calls if c is not None]
+    if not timed:
+        assert verdict is None
+    else:
+        ratios = [round(c["wall"] / c["busy"], 2) for c in timed]
+        assert verdict.holds == (len(ratios) > 1 and ratios[0] == max(ratios) and timed[-1]["verdict"] == "bound by the GPU")
 
 
 def test_sweep_glue_says_not_measured_where_do_bench_is_absent(monkeypatch):
@@ -248,11 +266,14 @@ def test_sweep_glue_says_not_measured_where_do_bench_is_absent(monkeypatch):
     seqs = sorted({sh.seq for sh in recorded_shapes("flex") if sh.head_dim == 64})
     sweep = helpers.flex.gap_sweep(helpers.Session(mode="replay").grid(["flex"], flex.gap_shapes(tuple(seqs))))
     sweep["do_bench µs"] = None
-    sweep["do_bench / GPU"] = None
+    sweep["loop µs"] = sweep["loop / busy"] = sweep["busy µs"] = None
+    sweep["bound"] = "no caller's timer recorded"
     monkeypatch.setattr(flex, "glue", lambda name, value: None)
     values = flex.glue_sweep(sweep)["flex"]
     assert values["ratio_lo"] == values["ratio_hi"] == "not measured"
     assert values["bench_lo"] is None and values["gpu_lo"] == float(sweep.sort_values("seq").iloc[0]["GPU µs"])
+    assert values["summary"].startswith("this recording has no caller's timer") and "nan" not in values["summary"]
+    assert "None" not in values["summary"] and "None" not in values["cpu_flat"]
 
 
 def test_the_new_stages_join_the_closing_table(profiles):
@@ -336,7 +357,8 @@ def test_compiled_page_glues_the_traces_figures(profiles, monkeypatch):
     assert int(g["compiled_fused_grid"]) == int(np.prod(fused["args"]["grid"]))
     prov = raw_document(c.trace_path)["provenance"]
     assert g["compiled_first_call_s"] == f"{prov['first_call_seconds']:.2f}"
-    assert g["compiled_first_over_call"] == f"{prov['first_call_seconds'] * 1e6 / prov['do_bench_us']:,.0f}"
+    (_n, later_c), _ = later_calls_raw([n.trace_path, c.trace_path])
+    assert g["compiled_first_over_call"] == f"{prov['first_call_seconds'] * 1e6 / later_c:,.0f}"
 
 
 def test_flex_page_glues_the_traces_figures(profiles, monkeypatch):
@@ -347,7 +369,10 @@ def test_flex_page_glues_the_traces_figures(profiles, monkeypatch):
     assert g["flex_over_flash_gpu"] == f"{raw_median_gpu_us(f) / raw_median_gpu_us(a):.2f}"
     lo = min(sh.seq for sh in recorded_shapes("flex") if sh.head_dim == 64)
     small = profile_stage("flex", Shape(seq=lo), "replay", quiet=True)
-    bench = raw_document(small.trace_path)["provenance"]["do_bench_us"]
+    call = raw_call(small.trace_path, raw_median_gpu_us(small))
     assert int(g["flex_sweep_seq_lo"]) == lo
-    assert float(g["flex_sweep_ratio_lo"]) == pytest.approx(bench / raw_median_gpu_us(small), abs=0.006)
+    if call is None:
+        assert g["flex_sweep_ratio_lo"] == "not measured"
+    else:
+        assert float(g["flex_sweep_ratio_lo"]) == pytest.approx(call["wall"] / call["busy"], abs=0.006)
     assert int(g["sliding_window"]) == SLIDING_WINDOW

@@ -239,15 +239,22 @@ def test_points_are_the_raw_sums(collected, roof):
         assert p["roof"] == ("memory" if p["FLOP/B"] < roof["ridge FLOP/B"] else "compute")
 
 
-def test_bound_by_the_cpu_is_do_bench_against_the_profiler(collected, roof):
+def test_bound_by_the_cpu_is_the_callers_loop_against_the_busy_time(collected, roof):
+    # the caller's loop read raw (timers.json, or none: tests/timer_fakes.py); about even and no
+    # timer leave "bound by the CPU" None, and the table shows "about even" or a dash
+    from timer_fakes import raw_call
     times = roofline.timings(REPLAY.timed(collected, quiet=True))
     pts = roofline.points(collected, roof, times)
     for p in pts.to_dict("records"):
         prof = profile_stage(p["stage"], Shape.from_key(p["shape"]), mode="replay", quiet=True)
         bench = raw_document(prof.trace_path)["provenance"]["do_bench_us"]
-        gpu = prof.summary()["gpu_time_us"]
         assert p["do_bench µs"] == bench
-        assert p["bound by the CPU"] == (bench / gpu > 1 + roofline.CPU_BOUND_TOLERANCE)
+        call = raw_call(prof.trace_path, prof.summary()["gpu_time_us"])
+        if call is None:
+            assert p["bound by the CPU"] is None and p["bound"] == "no caller's timer recorded"
+        else:
+            assert p["loop µs"] == pytest.approx(call["wall"]) and p["bound"] == call["verdict"]
+            assert p["bound by the CPU"] == {"bound by the CPU": True, "bound by the GPU": False}.get(call["verdict"])
 
 
 def test_naive_and_inplace_are_two_points_as_chapter_2_teaches(collected, roof):

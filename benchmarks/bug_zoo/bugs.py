@@ -34,6 +34,8 @@ GUESS_T = ZOO_T + ["tests/test_guess_js.py"]
 CALC_T = ZOO_T + ["tests/test_calculator_js.py", "tests/test_occupancy.py"]
 OCC_T = ZOO_T + ["tests/test_occupancy_views.py", "tests/test_hardware_views.py", "tests/test_lessons.py"]
 CF_T = ZOO_T + ["tests/test_compiled_flex.py", "tests/test_page_verdicts_raw.py"]
+# the caller's timer (issue 38): the independent recomputation from timers.json, and the rule's own tests
+TIMER_T = ["tests/independent/test_timer_verdicts.py", "tests/test_bound.py"]
 
 # the lists of the twelve bugs re-anchored on 2026-12-05 (their code moved): the guards, the
 # suite's files on that figure, and tests/independent/ (plain recomputations from the recordings)
@@ -58,6 +60,7 @@ OJ = "helpers/occupancy/js/occupancy.js"
 OL = "helpers/chapters/occupancy_lessons.py"
 OT = "helpers/chapters/occupancy_truth.py"
 CO = "helpers/chapters/compiled.py"
+BD = "helpers/core/bound.py"
 FL = "helpers/chapters/flex.py"
 HF = "helpers/chapters/hub_flash.py"
 A = "helpers/core/article.py"
@@ -370,16 +373,52 @@ BUGS = [
          find='per forward ({gn_us / gc_us:.2f}× faster)', replace='per forward ({gc_us / gn_us:.2f}× faster)',
          shows="06b: 'compiled is 0.4× faster'", tests=CF_T),
     dict(id="flex-busy-inverted", file=FL, cls="ratio", chapter="06c",
-         find='round(100 * gpu / float(bench), 1)', replace='round(100 * float(bench) / gpu, 1)',
-         shows="06c: 'GPU busy 250%'", tests=CF_T),
+         find='"GPU busy %": None if b is None else round(b.busy_pct, 1),',
+         replace='"GPU busy %": None if b is None else round(100 * b.wall_us / b.busy_us, 1),',
+         shows="06c: 'GPU busy 250%'", tests=CF_T + TIMER_T),
     dict(id="flex-widest-gap-first", file=FL, cls="minmax", chapter="06c",
-         find='return int(rows.sort_values("do_bench / GPU").iloc[-1]["seq"])',
-         replace='return int(rows.sort_values("do_bench / GPU").iloc[0]["seq"])',
-         shows="06c: the seq where the call outlasts its kernel most is where it does least", tests=CF_T),
+         find='return int(rows.sort_values("loop / busy").iloc[-1]["seq"])',
+         replace='return int(rows.sort_values("loop / busy").iloc[0]["seq"])',
+         shows="06c: the seq where the call outlasts its kernel most is where it does least", tests=CF_T + TIMER_T),
     dict(id="flex-setup-us", file=FL, cls="unit", chapter="06c",
          find='"mask set-up ms": None if setup is None else round(setup * 1e3, 1)',
          replace='"mask set-up ms": None if setup is None else round(setup * 1e6, 1)',
          shows="06c: the block mask's set-up in µs labelled ms", tests=CF_T),
+    # --- the caller's timer behind every "bound by" verdict (issue 38): caught on a fake timers.json
+    # over the H200's traces (tests/timer_fakes.py), and on every real set that has one ---------------
+    dict(id="bound-median-min", file=BD, cls="stat", chapter="08",
+         find="return bound(median(loop), busy,", replace="return bound(min(loop), busy,",
+         shows="08/09/06c/11: a loop's time per call is its fastest repeat, not the median", tests=TIMER_T),
+    dict(id="bound-even-wall", file=BD, cls="compare", chapter="08",
+         find="if spread is not None and spread[0] <= line <= spread[1]:",
+         replace="if spread is not None and spread[0] <= wall <= spread[1]:",
+         shows="every timed call reads 'about even' (the median is always inside its own spread)", tests=TIMER_T),
+    dict(id="bound-line-side", file=BD, cls="compare", chapter="08",
+         find="    elif wall <= line:\n        by = GPU", replace="    elif wall >= line:\n        by = GPU",
+         shows="bound by the GPU and by the CPU swapped", tests=TIMER_T),
+    dict(id="bound-busy-key", file=BD, cls="column", chapter="08",
+         find='busy_beside = summary.get("loop_busy_us")', replace='busy_beside = summary.get("busy_us")',
+         shows="the verdict's busy time from the trace of another process, not the one beside the loop", tests=TIMER_T),
+    dict(id="timers-section-swap", file="helpers/core/timers_file.py", cls="swap", chapter="08",
+         find='return trace_path.parent / FILE, "forwards", key', replace='return trace_path.parent / FILE, "training_steps", key',
+         shows="no forward has a caller's timer: every verdict vanishes", tests=TIMER_T),
+    dict(id="glue-timer-even-as-cpu", file="helpers/views/prose.py", cls="compare", chapter="08",
+         find="cpu = [n for n, b in timed.items() if b.by == CPU]", replace="cpu = [n for n, b in timed.items() if b.by != GPU]",
+         shows="08: the sentence calls an about-even stage bound by the CPU", tests=TIMER_T),
+    dict(id="roofline-even-as-no", file=R, cls="compare", chapter="09",
+         find="cpu = None if b is None or b.by == EVEN else b.cpu_bound", replace="cpu = None if b is None else b.cpu_bound",
+         shows="09: an about-even forward reads 'bound by the CPU: no'", tests=TIMER_T),
+    dict(id="flex-gap-trace-busy", file=FL, cls="column", chapter="06c",
+         find='"gap µs": None if b is None else round(b.wall_us - b.busy_us, 1),',
+         replace='"gap µs": None if b is None else round(b.wall_us - float(s["gpu_time_us"]), 1),',
+         shows="06c: the gap from the loop minus another run's GPU time", tests=TIMER_T),
+    dict(id="training-loop-min", file=T, cls="minmax", chapter="11",
+         find='"step loop µs": None if b is None else round(b.wall_us, 1),',
+         replace='"step loop µs": None if b is None else round(b.spread[0], 1),',
+         shows="11: a step's loop time is its fastest repeat", tests=TIMER_T),
+    dict(id="later-call-mixed", file=BD, cls="stat", chapter="06b",
+         find="if all(_known(x) and len(x) for x in loops):", replace="if any(_known(x) and len(x) for x in loops):",
+         shows="06b/06c: a later call timed by the loop set against another timed by do_bench", tests=TIMER_T),
     dict(id="hub-ratio-inverted", file=HF, cls="ratio", chapter="04d",
          find='per forward ({gh / gs:.2f}×)', replace='per forward ({gs / gh:.2f}×)',
          shows="04d: the Hub kernel's time over SDPA's, inverted in the evidence", tests=CLAIMS_T + ["tests/test_hub.py"]),

@@ -7,6 +7,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+from ..core.bound import later_calls
 from ..core.profile import Profile
 from ..core.article import A100_MATH_OVER_INPLACE, A100_REFERENCE
 from ..core.stages import STAGES
@@ -372,8 +373,9 @@ def math_slower_than_inplace(math: Profile, inplace: Profile) -> Verdict:
     ratio = m["gpu_time_us"] / n["gpu_time_us"]
     evidence = (f"GPU time per forward: {math.stage} {m['gpu_time_us']:.1f} µs, {inplace.stage} "
                 f"{n['gpu_time_us']:.1f} µs: {ratio:.2f}×")
-    if m["do_bench_us"] and n["do_bench_us"]:
-        evidence += f" (do_bench: {m['do_bench_us'] / n['do_bench_us']:.2f}×)"
+    (cm, cn), by = later_calls(m, n)   # per call, both timed alike: the caller's loop, else do_bench
+    if cm and cn:
+        evidence += f" ({by}: {cm / cn:.2f}×)"
     a100_math = A100_REFERENCE["sdpa_math"]["GPU µs"] / 1000
     a100_inplace = A100_REFERENCE["inplace"]["GPU µs"] / 1000
     return Verdict("the math backend is slower than the in-place three lines", evidence, ratio > 1,

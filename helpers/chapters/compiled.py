@@ -13,6 +13,7 @@ import pandas as pd
 from IPython.display import Markdown
 
 from ..core import inductor
+from ..core.bound import later_calls, of_call
 from ..core.names import decode
 from ..core.profile import Profile
 from ..views.prose import glue
@@ -213,13 +214,15 @@ def cpu_layers(prof: Profile) -> pd.DataFrame:
 
 
 def cpu_compare(profiles: dict[str, Profile]) -> pd.DataFrame:
-    """Per forward: ops on the CPU lane, aten ops among them, CPU time, and do_bench's time per call."""
+    """Per forward: ops on the CPU lane, aten ops among them, CPU time, and what a call costs: the
+    caller's loop per call (median; none without the caller's timer) and do_bench's cold call."""
     rows = []
     for name, prof in profiles.items():
         ops, s = prof.cpu_ops(), prof.summary()
         rows.append({"stage": name, "CPU ops under attn_fwd": len(ops) - 1,
                      "aten ops": int(s["aten_ops"]), "attn_fwd CPU µs": round(float(s["cpu_time_us"]), 1),
                      "GPU µs": round(float(s["gpu_time_us"]), 1),
+                     "loop µs per call": None if of_call(s) is None else round(of_call(s).wall_us, 1),
                      "do_bench µs per call": None if s["do_bench_us"] is None else round(float(s["do_bench_us"]), 1)})
     return pd.DataFrame(rows).set_index("stage")
 
@@ -254,22 +257,26 @@ def _field(prof: Profile, name: str):
 
 
 def first_call(compiled: Profile, naive: Profile | None = None) -> pd.DataFrame:
-    """What the first call costs against a steady call, and (against naive) when compiling pays off."""
+    """What the first call costs against a later one, and (against naive) when compiling pays off.
+    A later call: the caller's loop per call where every stage shown has it, else do_bench's
+    cold call (`bound.later_calls`; the column *timed by* says which)."""
     rows = []
-    for prof in [p for p in (naive, compiled) if p is not None]:
-        first, call = _field(prof, "first_call_seconds"), prof.provenance.do_bench_us
+    shown = [p for p in (naive, compiled) if p is not None]
+    calls, by = later_calls(*(p.summary() for p in shown))
+    for prof, call in zip(shown, calls):
+        first = _field(prof, "first_call_seconds")
         rows.append({"stage": prof.stage,
                      "first call (s)": None if first is None else round(first, 2),
-                     "a later call (µs, do_bench)": None if call is None else round(call, 1),
+                     "a later call (µs)": None if call is None else round(call, 1),
                      "first call / later call": None if first is None or not call else round(first * 1e6 / call),
-                     "measured": f"{prof.mode} on {prof.provenance.gpu}"})
+                     "timed by": by, "measured": f"{prof.mode} on {prof.provenance.gpu}"})
     return pd.DataFrame(rows).set_index("stage")
 
 
 def payoff_calls(compiled: Profile, naive: Profile) -> int | None:
     """Calls after which the compiled stage has saved its first call's extra cost; None if never."""
     fc, fn = _field(compiled, "first_call_seconds"), _field(naive, "first_call_seconds")
-    cc, cn = compiled.provenance.do_bench_us, naive.provenance.do_bench_us
+    (cc, cn), _ = later_calls(compiled.summary(), naive.summary())
     if None in (fc, fn, cc, cn) or cn <= cc:
         return None
     extra_us = (fc - fn) * 1e6
@@ -279,7 +286,7 @@ def payoff_calls(compiled: Profile, naive: Profile) -> int | None:
 def glue_first_call(compiled: Profile, naive: Profile) -> dict:
     """Glue the first-call figures as `compiled_first_call_s`, ... (absent fields glue as 'not recorded')."""
     fc, fn = _field(compiled, "first_call_seconds"), _field(naive, "first_call_seconds")
-    call = compiled.provenance.do_bench_us
+    (call, _naive), _ = later_calls(compiled.summary(), naive.summary())  # the first-call table's timer
     values = {
         "compiled_first_call_s": "not recorded" if fc is None else f"{fc:.2f}",
         "naive_first_call_ms": "not recorded" if fn is None else f"{fn * 1e3:.1f}",

@@ -24,7 +24,9 @@ from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, SLIDING_WINDOW, STAGES, Shape, get_stage, stages_where
 from ..views.charts import KIND_COLORS, MUTED, _title
 from .compiled import cpu_layers, generated_code
-from ..core.bound import ABOUT_THE_SAME, GPU, LINE, SAME_WITHIN, of_call, speed_words
+from ..core.bound import (ABOUT_THE_SAME, CPU, EVEN, GPU, LINE, NO_TIMER, NO_TIMER_WORDS, SAME_WITHIN, WORDS,
+                          later_calls, of_call, speed_words)
+from ..core.bound import words as bound_words
 from ..views.prose import glue
 from ..views.verdicts import Verdict, table, verdict
 
@@ -169,6 +171,7 @@ def against_flash(flex: Profile, flash: Profile) -> pd.DataFrame:
             "blocks": k["grid_blocks"], "registers / thread": k["registers_per_thread"],
             "shared memory (B)": k["shared_memory_bytes"], "launched by": k["launched_by"],
             "GPU µs per forward": round(float(s["gpu_time_us"]), 1),
+            "loop µs per call": None if of_call(s) is None else round(of_call(s).wall_us, 1),
             "do_bench µs per call": None if s["do_bench_us"] is None else round(float(s["do_bench_us"]), 1),
         }
     frame = pd.DataFrame(columns).astype(str)
@@ -178,19 +181,33 @@ def against_flash(flex: Profile, flash: Profile) -> pd.DataFrame:
 
 # --- the gap between the kernel and the call -----------------------------------------------------
 
+def _cap(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
 def call_gap(profiles: dict[str, Profile]) -> pd.DataFrame:
-    """Per stage: the kernel time per forward, do_bench's time per call, and the GPU's idle share."""
+    """Per stage: the kernel time per forward, what a loop pays per call (the caller's timer:
+    median and spread), the gap between the two and the GPU's busy share, and the bound the book's
+    one definition draws (`bound.of_call`); do_bench's cold call and the profiled CPU time beside
+    them decide nothing. Without the caller's timer: no gap and no bound, and the caption says so."""
     rows = []
     for name, prof in dict(profiles).items():
         s = prof.summary()
-        gpu, bench = float(s["gpu_time_us"]), s["do_bench_us"]
-        rows.append({"stage": name, "GPU µs per forward (profiler)": round(gpu, 1),
-                     "µs per call (do_bench)": None if bench is None else round(float(bench), 1),
-                     "gap µs": None if bench is None else round(float(bench) - gpu, 1),
-                     "GPU busy %": None if not bench else round(100 * gpu / float(bench), 1),
+        b = of_call(s)
+        bench = s["do_bench_us"]
+        rows.append({"stage": name, "GPU µs per forward (profiler)": round(float(s["gpu_time_us"]), 1),
+                     "loop µs per call": None if b is None else round(b.wall_us, 1),
+                     "loop spread µs": "—" if b is None else f"{b.spread[0]:,.1f}–{b.spread[1]:,.1f}",
+                     "GPU busy µs per call": None if b is None else round(b.busy_us, 1),
+                     "gap µs": None if b is None else round(b.wall_us - b.busy_us, 1),
+                     "GPU busy %": None if b is None else round(b.busy_pct, 1),
+                     "do_bench µs (cold call)": None if bench is None else round(float(bench), 1),
                      "attn_fwd CPU µs (profiled)": round(float(s["cpu_time_us"]), 1),
-                     "bound": "not timed" if of_call(s) is None else of_call(s).words})
-    return pd.DataFrame(rows).set_index("stage")
+                     "bound": bound_words(b)})
+    frame = pd.DataFrame(rows).set_index("stage")
+    if (frame["bound"] == NO_TIMER_WORDS).any():
+        frame.attrs["caption"] = _cap(NO_TIMER) + "."
+    return frame
 
 
 def cpu_share(prof: Profile) -> pd.DataFrame:
@@ -210,18 +227,25 @@ def gap_shapes(seqs: tuple[int, ...] = SWEEP_SEQS) -> list[Shape]:
 
 
 def gap_sweep(grid: Mapping[tuple[str, Shape], Profile]) -> pd.DataFrame:
-    """GPU time and time per call at each seq, one row per stage and seq, in `grid`'s order: a
-    Session's `grid(GAP_STAGES, gap_shapes(), known=profiles)` (live, each capture compiles afresh)."""
+    """GPU time and what a loop pays per call at each seq, one row per stage and seq, in `grid`'s
+    order: a Session's `grid(GAP_STAGES, gap_shapes(), known=profiles)` (live, each capture compiles
+    afresh). *loop / busy*: the loop's time per call over the GPU's busy time per call; *bound*: the
+    book's one definition (`bound.of_call`); do_bench's cold call is shown and decides nothing."""
     rows = []
     for (stage, shape), prof in grid.items():
         seq = shape.seq
         s = prof.summary()
+        b = of_call(s)
         bench = s["do_bench_us"]
         setup = getattr(prof.provenance, "setup_seconds", None)
         visited = _visited(stage, shape)
         rows.append({"stage": stage, "seq": seq, "GPU µs": round(float(s["gpu_time_us"]), 1),
+                     "loop µs": None if b is None else round(b.wall_us, 1),
+                     "loop spread µs": "—" if b is None else f"{b.spread[0]:,.1f}–{b.spread[1]:,.1f}",
+                     "busy µs": None if b is None else round(b.busy_us, 1),
+                     "loop / busy": None if b is None else round(b.wall_us / b.busy_us, 2),
+                     "bound": bound_words(b),
                      "do_bench µs": None if bench is None else round(float(bench), 1),
-                     "do_bench / GPU": None if not bench else round(float(bench) / float(s["gpu_time_us"]), 2),
                      "blocks visited": visited,
                      "mask set-up ms": None if setup is None else round(setup * 1e3, 1),
                      "measured": f"{prof.mode} on {prof.provenance.gpu}"})
@@ -246,9 +270,12 @@ def _visited(stage: str, shape: Shape) -> int | None:
 
 
 def widest_gap(sweep: pd.DataFrame, stage: str = "flex") -> int:
-    """The seq at which `stage`'s call outlasts its kernel the most (do_bench / GPU)."""
-    rows = sweep[sweep["stage"] == stage].dropna(subset=["do_bench / GPU"])
-    return int(rows.sort_values("do_bench / GPU").iloc[-1]["seq"])
+    """The seq at which a loop's `stage` call outlasts its GPU work the most (loop / busy); without
+    the caller's timer, the smallest seq (the shortest kernel of the sweep)."""
+    rows = sweep[sweep["stage"] == stage].dropna(subset=["loop / busy"])
+    if rows.empty:
+        return int(sweep[sweep["stage"] == stage]["seq"].min())
+    return int(rows.sort_values("loop / busy").iloc[-1]["seq"])
 
 
 def widest(grid: Mapping[tuple[str, Shape], Profile], sweep: pd.DataFrame, stage: str = "flex") -> Profile:
@@ -258,22 +285,31 @@ def widest(grid: Mapping[tuple[str, Shape], Profile], sweep: pd.DataFrame, stage
 
 
 def glue_widest(prof: Profile) -> dict:
-    """Glue the CPU lane of the call where the gap is widest: its seq, kernel, call and guard time."""
+    """Glue the CPU lane of the call where the gap is widest: its seq, kernel, what a loop pays per
+    call (`flex_wide_call`, a sentence: the caller's timer, or the line saying it is not recorded)
+    and the guards' time."""
     s, ops = prof.summary(), prof.cpu_ops()
     guards = ops[ops["name"] == "TorchDynamo Cache Lookup"]["dur_us"].sum()
+    b = of_call(s)
     values = {"wide_seq": prof.shape.seq, "wide_gpu_us": round(float(s["gpu_time_us"]), 1),
+              "wide_loop_us": "not recorded" if b is None else round(b.wall_us, 1),
               "wide_bench_us": None if s["do_bench_us"] is None else round(float(s["do_bench_us"]), 1),
               "wide_cpu_us": round(float(s["cpu_time_us"]), 1), "wide_guards_us": round(float(guards), 1)}
+    values["wide_where"] = ("where a loop's call outlasts its kernel the most" if b is not None
+                            else "the shortest kernel of the sweep (no caller's timer recorded to find the widest gap)")
+    values["wide_call"] = (f"a loop pays {b.wall_us:,.1f} µs per call ({b.spread_text}), {b.words}"
+                           if b is not None else NO_TIMER)
     for key, value in values.items():
         glue(f"flex_{key}", value)
     return values
 
 
 def closes_at(sweep: pd.DataFrame, stage: str) -> int | None:
-    """The smallest seq from which on a call is bound by the GPU (the book's one line: do_bench at
-    most LINE over the kernel time)."""
-    rows = sweep[sweep["stage"] == stage].sort_values("seq").dropna(subset=["do_bench / GPU"])
-    close = [r <= 1 + LINE for r in rows["do_bench / GPU"]]
+    """The smallest seq from which on every call is bound by the GPU (the book's one definition:
+    the loop at most LINE over the GPU's busy time); None where none is, or no call was timed."""
+    rows = sweep[sweep["stage"] == stage].sort_values("seq")
+    rows = rows[rows["bound"] != NO_TIMER_WORDS]
+    close = [w == WORDS[GPU] for w in rows["bound"]]
     for i in range(len(close)):
         if all(close[i:]):
             return int(rows["seq"].iloc[i])
@@ -281,7 +317,10 @@ def closes_at(sweep: pd.DataFrame, stage: str) -> int | None:
 
 
 def gap_chart(sweep: pd.DataFrame) -> go.Figure:
-    """Kernel time (solid) and time per call (dotted) against seq, one colour per stage."""
+    """Kernel time (solid) and what a loop pays per call (dotted) against seq, one colour per stage;
+    without the caller's timer, the dotted line is do_bench's cold call, and the subtitle says so."""
+    timed = sweep["loop µs"].notna().any()
+    column, label = ("loop µs", "a loop's time per call") if timed else ("do_bench µs", "do_bench's cold call")
     fig = go.Figure()
     for stage, rows in sweep.groupby("stage", sort=False):
         rows = rows.sort_values("seq")
@@ -289,36 +328,46 @@ def gap_chart(sweep: pd.DataFrame) -> go.Figure:
         fig.add_scatter(x=rows["seq"], y=rows["GPU µs"], mode="lines+markers", name=f"{stage}: GPU",
                         line=dict(color=color), legendgroup=stage,
                         hovertemplate=f"{stage}<br>seq %{{x}}: %{{y:.1f}} µs on the GPU<extra></extra>")
-        fig.add_scatter(x=rows["seq"], y=rows["do_bench µs"], mode="lines+markers",
+        fig.add_scatter(x=rows["seq"], y=rows[column], mode="lines+markers",
                         name=f"{stage}: per call", line=dict(color=color, dash="dot"),
                         marker=dict(symbol="circle-open"), legendgroup=stage,
-                        hovertemplate=f"{stage}<br>seq %{{x}}: %{{y:.1f}} µs per call (do_bench)<extra></extra>")
+                        hovertemplate=f"{stage}<br>seq %{{x}}: %{{y:.1f}} µs per call ({label})<extra></extra>")
     fig.update_layout(xaxis=dict(title="seq", type="log", tickvals=sorted(sweep["seq"].unique())),
                       yaxis=dict(title="µs (log)", type="log", dtick=1), height=480, legend=BOTTOM_LEGEND,
                       margin=dict(b=130))
     return _title(fig, "Kernel time and time per call against seq",
-                  "solid: the profiler's GPU time per forward · dotted: do_bench's time per call")
+                  f"solid: the profiler's GPU time per forward · dotted: {label}"
+                  + ("" if timed else " (no caller's timer recorded)"))
 
 
-def gap_closes(sweep: pd.DataFrame, stage: str = "flex") -> Verdict:
-    """The gap closes as seq grows: do_bench / GPU is largest at the smallest seq and the call is
-    bound by the GPU at the largest (in between, timer noise may wobble it by a hundredth)."""
-    rows = sweep[sweep["stage"] == stage].sort_values("seq").dropna(subset=["do_bench / GPU"])
-    ratios = list(rows["do_bench / GPU"])
+def gap_closes(sweep: pd.DataFrame, stage: str = "flex") -> Verdict | None:
+    """The gap closes as seq grows: a loop's call over the GPU's busy time is largest at the
+    smallest seq, and the call is bound by the GPU at the largest (in between, timer noise may
+    wobble it by a hundredth). None where the sweep has no caller's timer: nothing to judge."""
+    rows = sweep[sweep["stage"] == stage].sort_values("seq").dropna(subset=["loop / busy"])
+    if rows.empty:
+        return None
+    ratios = list(rows["loop / busy"])
     evidence = ", ".join(f"seq {s}: {r:.2f}×" for s, r in zip(rows["seq"], ratios))
     falling = bool(ratios) and ratios[0] == max(ratios)
-    closed = bool(ratios) and ratios[-1] <= 1 + LINE
+    last = rows["bound"].iloc[-1]
+    closed = last == WORDS[GPU]
     return Verdict(f"the gap between {stage}'s time per call and its kernel time closes as seq grows",
-                   f"do_bench / GPU time: {evidence}", len(ratios) > 1 and falling and closed,
+                   f"a loop's call / the GPU's busy time: {evidence}", len(ratios) > 1 and falling and closed,
                    "not recorded at several seq" if len(ratios) < 2 else
                    "the gap is not widest at the smallest seq" if not falling else
-                   f"still {ratios[-1]:.2f}× at seq {int(rows['seq'].iloc[-1])}")
+                   f"{last} at seq {int(rows['seq'].iloc[-1])} ({ratios[-1]:.2f}×)")
 
 
 def sweep_verdicts(sweep: pd.DataFrame, stages: tuple[str, ...] = (*FLEX, "sdpa_flash")) -> pd.DataFrame:
-    """gap_closes for each stage of the sweep, as one table."""
+    """gap_closes for each stage of the sweep, as one table; without the caller's timer, one row
+    that says so and judges nothing."""
     present = [s for s in stages if s in set(sweep["stage"])]
-    return table([gap_closes(sweep, s) for s in present]).rename(columns={"the article": "this page claims"})
+    judged = [v for v in (gap_closes(sweep, s) for s in present) if v is not None]
+    if not judged:
+        return pd.DataFrame({"this page claims": ["the gap between a call and its kernel closes as seq grows"],
+                             "this trace": [_cap(NO_TIMER)], "verdict": ["not judged"]})
+    return table(judged).rename(columns={"the article": "this page claims"})
 
 
 def _float(value):
@@ -326,27 +375,62 @@ def _float(value):
 
 
 def _ratio(row) -> str:
-    # do_bench is absent where Triton is not installed: say so rather than print a number
-    value = _float(row["do_bench / GPU"])
+    # the loop is absent where the recording has no caller's timer: say so rather than print a number
+    value = _float(row["loop / busy"])
     return "not measured" if value is None else f"{value:.2f}"
+
+
+def cpu_flat(rows: pd.DataFrame, stage: str) -> str:
+    """Whether the CPU's work per call depends on seq, as the caller's timer shows it: where a
+    call is bound by the CPU, a loop pays the CPU's time per call; across those seqs, "about the
+    same" is the book's one definition (`speed_words`)."""
+    rows = rows.sort_values("seq")
+    if rows["loop µs"].isna().all():
+        return _cap(NO_TIMER) + ", so it cannot show the CPU's time per call at each seq."
+    cpu = rows[rows["bound"] == WORDS[CPU]]
+    if cpu.empty:
+        return f"At no seq of the sweep is a {stage} call bound by the CPU: the caller's timer never reads the CPU's time per call."
+    at = ", ".join(f"{float(r['loop µs']):,.1f} µs at seq {int(r['seq'])}" for r in cpu.to_dict("records"))
+    if len(cpu) == 1:
+        return f"Only at seq {int(cpu['seq'].iloc[0])} is a {stage} call bound by the CPU: a loop pays the CPU's {at.split(' at ')[0]} per call there."
+    lo, hi = float(cpu["loop µs"].min()), float(cpu["loop µs"].max())
+    if speed_words(hi, lo) == ABOUT_THE_SAME:
+        return (f"Where a {stage} call is bound by the CPU, a loop pays the CPU's time per call: {at}, about the "
+                f"same (within {SAME_WITHIN:.0%}), so the CPU's work per call does not depend on seq.")
+    return (f"Where a {stage} call is bound by the CPU, a loop pays the CPU's time per call: {at}, more than "
+            f"{SAME_WITHIN:.0%} apart, so here the CPU's time per call does change with seq.")
 
 
 def glue_sweep(sweep: pd.DataFrame) -> dict:
     """Glue each stage's sweep ends as `<stage>_sweep_...`: the smallest and largest seq, the times
-    and the call / kernel ratio there, where the gap closes, and the range of the mask's set-up."""
+    and a loop's call over the GPU's busy time there, where the call turns bound by the GPU
+    (`summary`: one sentence, or the no-timer line), whether the CPU's time per call depends on seq
+    (`cpu_flat`), and the range of the mask's set-up."""
     out = {}
     for stage, rows in sweep.groupby("stage", sort=False):
         rows = rows.sort_values("seq")
         lo, hi = rows.iloc[0], rows.iloc[-1]
         at = closes_at(sweep, stage)
         setup = rows["mask set-up ms"].dropna()
+        timed = rows["loop µs"].notna().any()
         values = {"seq_lo": int(lo["seq"]), "seq_hi": int(hi["seq"]),
                   "ratio_lo": _ratio(lo), "ratio_hi": _ratio(hi),
                   "gpu_lo": float(lo["GPU µs"]), "gpu_hi": float(hi["GPU µs"]),
+                  "loop_lo": _float(lo["loop µs"]), "loop_hi": _float(hi["loop µs"]),
                   "bench_lo": _float(lo["do_bench µs"]), "bench_hi": _float(hi["do_bench µs"]),
-                  "closes_at": f"from seq {at} on" if at is not None else "at no seq of the sweep",
+                  "closes_at": ("not judged: no caller's timer recorded" if not timed else
+                                f"from seq {at} on" if at is not None else "at no seq of the sweep"),
                   "setup_min": f"{setup.min():.1f}" if len(setup) else "not recorded",
-                  "setup_max": f"{setup.max():.1f}" if len(setup) else "not recorded"}
+                  "setup_max": f"{setup.max():.1f}" if len(setup) else "not recorded",
+                  "cpu_flat": cpu_flat(rows, stage)}
+        if timed and _float(lo["loop µs"]) is not None and _float(hi["loop µs"]) is not None:
+            values["summary"] = (f"at seq {values['seq_lo']} a loop pays {values['loop_lo']:,.1f} µs per {stage} call "
+                                 f"for {float(lo['busy µs']):,.1f} µs of GPU work ({values['ratio_lo']}×), at seq "
+                                 f"{values['seq_hi']} {values['ratio_hi']}×; bound by the GPU {values['closes_at']}.")
+        else:
+            values["summary"] = (f"{NO_TIMER}; do_bench (one cold call) reads "
+                                 + (f"{values['bench_lo']:,.1f} µs at seq {values['seq_lo']} and {values['bench_hi']:,.1f} µs "
+                                    f"at seq {values['seq_hi']}." if values["bench_lo"] and values["bench_hi"] else "nothing either."))
         for key, value in values.items():
             glue(f"{stage}_sweep_{key}", value)
         out[stage] = values
@@ -363,19 +447,28 @@ def glue_page(flex: Profile, flash: Profile, sliding: Profile | None = None) -> 
     setup = getattr(flex.provenance, "setup_seconds", None)
     first = getattr(flex.provenance, "first_call_seconds", None)
     bench = sf["do_bench_us"]
+    b, bf = of_call(sf), of_call(sa)
+    (later, _flash), _ = later_calls(sf, sa)   # the first-call table's timer (compiled.first_call)
     values = {
         "flex_kernel_name": k["name"], "flex_kernel_us": round(float(k["dur_us"]), 1),
         "flex_grid": str(k["grid"]), "flex_threads": int(k["threads_per_block"]),
         "flex_registers": int(k["registers_per_thread"]), "flex_smem": int(k["shared_memory_bytes"]),
         "flex_over_flash_gpu": f"{float(sf['gpu_time_us']) / float(sa['gpu_time_us']):.2f}",
-        "flex_gap_us": "not recorded" if bench is None else round(float(bench) - float(sf["gpu_time_us"]), 1),
-        "flex_busy_pct": "not recorded" if not bench else round(100 * float(sf["gpu_time_us"]) / float(bench), 1),
+        "flex_gap_us": "not recorded" if b is None else round(b.wall_us - b.busy_us, 1),
+        "flex_busy_pct": "not recorded" if b is None else round(b.busy_pct, 1),
+        "flex_gap": (f"Here the GPU is busy {b.busy_pct:.1f}% of each Flex call a loop pays for: "
+                     f"{b.wall_us - b.busy_us:,.1f} µs of a call are not GPU work ({b.words})." if b is not None
+                     else _cap(NO_TIMER) + ": the gap between a call and its kernel is not measured here."),
+        "flex_calls": (f"a loop of back-to-back calls pays {b.wall_us:,.1f} µs per Flex call and "
+                       f"{bf.wall_us:,.1f} µs per flash call" if b is not None and bf is not None else
+                       f"{NO_TIMER} (Flex {float(bench):,.1f} µs, flash {float(sa['do_bench_us']):,.1f} µs)"
+                       if bench and sa["do_bench_us"] else NO_TIMER),
         "flex_block_q": size[0], "flex_block_kv": size[1],
         "flex_query_blocks": grid.shape[0], "flex_visited": int((grid > 0).sum()), "flex_blocks": int(grid.size),
         "flex_partial": int((grid == 1).sum()),
         "flex_setup_ms": "not recorded" if setup is None else f"{setup * 1e3:.1f}",
         "flex_first_call_s": "not recorded" if first is None else f"{first:.2f}",
-        "flex_first_over_call": "not recorded" if first is None or not bench else f"{first * 1e6 / float(bench):,.0f}",
+        "flex_first_over_call": "not recorded" if first is None or not later else f"{first * 1e6 / float(later):,.0f}",
         "sliding_window": SLIDING_WINDOW,
     }
     if sliding is not None:
@@ -444,14 +537,17 @@ def verdict_list(flex: Profile, flash: Profile) -> list[Verdict]:
         f"{flex.stage} {gf:.1f} µs, {flash.stage} {ga:.1f} µs per forward ({gf / ga:.2f}×)",
         words == ABOUT_THE_SAME, f"{gf / ga:.2f}× the GPU time of {flash.stage} ({words})"))
 
-    b = of_call(flex.summary())
+    b, bf = of_call(flex.summary()), of_call(flash.summary())
     if b is not None:
+        other = (f"{flash.stage}: {bf.wall_us:.1f} µs per call ({bf.words})" if bf is not None
+                 else f"{flash.stage}: no caller's timer recorded")
         out.append(Verdict(
-            "a call takes as long as its kernel: bound by the GPU (do_bench within 10% of the GPU time)",
-            f"do_bench {b.wall_us:.1f} µs per call, the kernel {gf:.1f} µs ({b.wall_us / gf:.2f}×); "
-            f"{flash.stage}: {flash.summary()['do_bench_us'] or float('nan'):.1f} µs per call",
-            b.by == GPU, f"{b.words}: a call takes {b.wall_us / gf:.2f}× the kernel time, the GPU waits "
-                         f"{b.host_wait_us:.0f} µs per call"))
+            f"a call takes as long as its kernel: bound by the GPU (a loop's call within {LINE:.0%} of the GPU's busy time)",
+            f"a loop pays {b.wall_us:.1f} µs per call ({b.spread_text}), the GPU is busy {b.busy_us:.1f} µs "
+            f"({b.wall_us / b.busy_us:.2f}×); {other}",
+            b.by == GPU, (f"{b.words}: the line, {b.line_us:.1f} µs, falls inside the loop's spread" if b.by == EVEN else
+                          f"{b.words}: a call takes {b.wall_us / b.busy_us:.2f}× the GPU's busy time, the GPU waits "
+                          f"{b.host_wait_us:.0f} µs per call")))
     return out
 
 

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..core.bound import LINE, bound
+from ..core.bound import CPU, EVEN, GPU, LINE, NO_TIMER, NO_TIMER_WORDS, WORDS, of_call
+from ..core.bound import words as bound_words
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, STAGES, Shape, get_stage, stages_where  # noqa: F401
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
@@ -36,7 +37,7 @@ TB = 1e12
 # the stages whose counters were recorded at several sequence lengths too
 SWEEP_STAGES = stages_where(ncu_swept=True)
 SEQ_OPTIONS = ("right, to more FLOPs per byte", "left, to more bytes per FLOP", "nowhere: it stays where it is")
-# bound by the CPU: the book's one definition (helpers.core.bound), do_bench against the GPU time
+# bound by the CPU: the book's one definition (helpers.core.bound), the caller's loop against the GPU's busy time
 CPU_BOUND_TOLERANCE = LINE
 
 # The datasheets' figures, labelled as such wherever they appear: dense (no sparsity) bf16 tensor
@@ -148,12 +149,13 @@ def roof_at(intensity, roof: dict, pipe: str | None = None) -> np.ndarray:
 # --------------------------------------------------------------------------------------- points
 
 def timings(profiles: Sequence[Profile]) -> pd.DataFrame:
-    """The profiler's GPU time and do_bench's median per forward, one row per profile: the
+    """The profiler's GPU time, do_bench's median and the caller's loop (its bound, `bound.of_call`:
+    None without a caller's timer) per forward, one row per profile: the
     forwards of every (stage, shape) whose counters a page holds, on the GPU the counters come
     from (a Session's `timed(c)`: live, or the replay set's traces recorded on that GPU)."""
     return pd.DataFrame([_timing(prof) for prof in profiles],
                         columns=["stage", "shape", "profiler GPU µs", "CPU µs", "do_bench µs",
-                                 "copy bytes", "copy µs"])
+                                 "copy bytes", "copy µs", "bound"])
 
 
 def _timing(prof: Profile) -> dict:
@@ -163,20 +165,19 @@ def _timing(prof: Profile) -> dict:
     # ncu counts kernels only: the forward's memcpy and memset bytes and time come from the trace
     return {"stage": prof.stage, "shape": prof.shape.key, "profiler GPU µs": float(s["gpu_time_us"]),
             "CPU µs": float(s["cpu_time_us"]), "do_bench µs": s["do_bench_us"],
-            "copy bytes": copy_bytes(prof), "copy µs": float(copies["dur_us"].sum())}
+            "copy bytes": copy_bytes(prof), "copy µs": float(copies["dur_us"].sum()), "bound": of_call(s)}
 
 
 def _cpu_bound(times: pd.DataFrame | None, stage: str, shape: Shape) -> tuple:
-    """(profiler GPU µs, do_bench µs, ratio) of a stage at `shape`, where timed."""
+    """(profiler GPU µs, do_bench µs, the bound by the caller's loop or None) of a stage at `shape`."""
     if times is None or times.empty:
         return None, None, None
     row = times[(times["stage"] == stage) & (times["shape"] == shape.key)]
     if row.empty:
         return None, None, None
     gpu, bench = float(row["profiler GPU µs"].iloc[0]), row["do_bench µs"].iloc[0]
-    if bench is None or pd.isna(bench):
-        return gpu, None, None
-    return gpu, float(bench), float(bench) / gpu
+    b = row["bound"].iloc[0] if "bound" in row else None
+    return gpu, None if bench is None or pd.isna(bench) else float(bench), b
 
 
 def _copies(times: pd.DataFrame | None, stage: str, shape: Shape) -> tuple[float, float]:
@@ -194,7 +195,8 @@ def points(c: Counters, roof: dict, times: pd.DataFrame | None = None,
     """One row per (stage, shape): measured FLOPs and DRAM bytes, ncu's kernel time, arithmetic
     intensity, achieved FLOP/s, the roof at that intensity and how much of it the forward reached,
     which ceiling is the roof there (memory or compute), and, with `times` (from `timings`), the
-    profiler's GPU time against do_bench's: bound by the CPU when do_bench is longer."""
+    book's one bound (`bound.of_call`): the caller's loop per call against the GPU's busy time;
+    "bound by the CPU" is True, False, or None (about even, or no caller's timer)."""
     factors = flops_per_unit(c)
     keys = {s.key for s in shapes} if shapes else None
     rows = []
@@ -215,8 +217,8 @@ def points(c: Counters, roof: dict, times: pd.DataFrame | None = None,
         intensity = flops / moved if moved else float("nan")
         attainable = float(roof_at(intensity, roof, pipe))
         ridge = q.ridge(pipe_roof(roof, pipe), roof["copy TB/s"])
-        gpu_us, bench_us, ratio = _cpu_bound(times, stage, shape)
-        cpu = None if ratio is None else bound(bench_us, gpu_us).cpu_bound
+        gpu_us, bench_us, b = _cpu_bound(times, stage, shape)
+        cpu = None if b is None or b.by == EVEN else b.cpu_bound
         rows.append({
             "stage": stage, "seq": shape.seq, "shape": key, "kernels": len(table),
             "GFLOP": flops / 1e9, "DRAM MB": moved / 1e6, "ncu µs": seconds * 1e6,
@@ -224,7 +226,10 @@ def points(c: Counters, roof: dict, times: pd.DataFrame | None = None,
             "pipe": pipe, "roof TFLOP/s": attainable / TB, "% of roof": 100 * flops / seconds / attainable,
             "roof": "memory" if intensity < ridge else "compute",
             "profiler GPU µs": gpu_us, "do_bench µs": bench_us,
-            "do_bench / profiler": ratio, "bound by the CPU": cpu})
+            "loop µs": None if b is None else b.wall_us, "busy µs": None if b is None else b.busy_us,
+            "loop min µs": None if b is None else b.spread[0], "loop max µs": None if b is None else b.spread[1],
+            "loop / busy": None if b is None else b.wall_us / b.busy_us,
+            "bound": bound_words(b), "bound by the CPU": cpu})
     return pd.DataFrame(rows)
 
 
@@ -275,18 +280,21 @@ def kernel_table(kernels: pd.DataFrame) -> pd.DataFrame:
 def table(pts: pd.DataFrame) -> pd.DataFrame:
     """The points as a reader reads them, rounded, one row per stage."""
     cols = ["stage", "kernels", "GFLOP", "DRAM MB", "FLOP/B", "TFLOP/s", "pipe", "% of roof", "roof", "ncu µs",
-            "do_bench µs", "bound by the CPU"]
+            "loop µs", "bound by the CPU"]
     out = pts[cols].copy()
-    out["bound by the CPU"] = out["bound by the CPU"].map({True: "yes", False: "no", None: "—"})
+    out["bound by the CPU"] = [{True: "yes", False: "no"}.get(c, "about even" if w == WORDS[EVEN] else "—")
+                               for c, w in zip(pts["bound by the CPU"], pts["bound"])]
     out = out.set_index("stage")
     out.attrs = {"caption": ("One forward per row. GFLOP: executed FLOPs (the counters). pipe: the one that did "
                              "most of them; its roof is the one over the point. DRAM MB: its kernels' bytes (Nsight Compute) plus its "
                              "copies' bytes (the trace: naive's hidden Memcpy), as chapter 5 counts them; "
-                             "ncu µs: the kernels' time plus the copies'. Bound by the CPU: do_bench more "
-                             f"than {LINE:.0%} over the GPU time (the glossary's definition).")}
+                             "ncu µs: the kernels' time plus the copies'. loop µs: the caller's loop per call (median "
+                             f"of its repeats). Bound by the CPU: the loop more than {LINE:.0%} over the GPU's busy time; "
+                             f"about even: that line inside the loop's spread (the glossary's definition)."
+                             + ("" if pts["bound"].ne(NO_TIMER_WORDS).all() else f" A dash: {NO_TIMER}."))}
     return out.round({"GFLOP": 1, "DRAM MB": 1, "ncu µs": 1, "FLOP/B": 1, "TFLOP/s": 1,
                                           "TB/s": 2, "roof TFLOP/s": 1, "% of roof": 1,
-                                          "profiler GPU µs": 1, "do_bench µs": 1})
+                                          "profiler GPU µs": 1, "do_bench µs": 1, "loop µs": 1})
 
 
 # ---------------------------------------------------------------------------------------- chart
@@ -335,15 +343,16 @@ def _roof_lines(fig: go.Figure, roof: dict, box: tuple) -> None:
 def _hover(r) -> str:
     cpu = ""
     if r["bound by the CPU"] is True:
-        cpu = f"<br>bound by the CPU: do_bench {r['do_bench µs']:.1f} µs vs {r['profiler GPU µs']:.1f} µs on the GPU"
+        cpu = (f"<br>bound by the CPU: a loop pays {r['loop µs']:.1f} µs per call, the GPU is busy "
+               f"{r['busy µs']:.1f} µs of it")
     return (f"<b>{r['stage']}</b> · seq {r['seq']}<br>{r['GFLOP']:.1f} GFLOP over {r['DRAM MB']:.1f} MB "
             f"of DRAM: {r['FLOP/B']:.1f} FLOP/B<br>{r['TFLOP/s']:.1f} TFLOP/s in {r['ncu µs']:.1f} µs "
             f"(ncu): {r['% of roof']:.0f}% of the {r['roof']} roof{cpu}")
 
 
 def _waited(r) -> float:
-    """TFLOP/s over do_bench's time: what a caller waiting for each forward gets."""
-    return r["GFLOP"] * 1e9 / (r["do_bench µs"] * 1e-6) / TB
+    """TFLOP/s over the caller's loop per call: what a caller waiting for each forward gets."""
+    return r["GFLOP"] * 1e9 / (r["loop µs"] * 1e-6) / TB
 
 
 def _box(pts: pd.DataFrame, roof: dict) -> tuple:
@@ -368,7 +377,7 @@ def _axes(fig: go.Figure, box: tuple, height: int) -> None:
 def chart(pts: pd.DataFrame, roof: dict, kernels: pd.DataFrame | None = None) -> go.Figure:
     """The roofline, log-log: the measured roof, the datasheet's, one point per stage; per-kernel
     points are in the legend, hidden until clicked ("on demand"). A stage bound by the CPU gets a
-    hollow twin at its FLOPs over do_bench's time: what a caller that waits for it gets."""
+    hollow twin at its FLOPs over the caller's loop per call: what a caller that waits for it gets."""
     fig = go.Figure()
     box = _box(pts, roof)
     _roof_lines(fig, roof, box)
@@ -383,8 +392,8 @@ def chart(pts: pd.DataFrame, roof: dict, kernels: pd.DataFrame | None = None) ->
             fig.add_scatter(x=[r["FLOP/B"], r["FLOP/B"]], y=[r["TFLOP/s"], _waited(r)], mode="lines+markers",
                             line=dict(color=color, dash="dot", width=1),
                             marker=dict(size=[0, 12], color="rgba(0,0,0,0)", line=dict(width=2, color=color)),
-                            name=f"{r['stage']} timed by do_bench", legendgroup=r["stage"], showlegend=False,
-                            hovertemplate=f"{r['stage']}, timed by do_bench: %{{y:.1f}} TFLOP/s<extra></extra>")
+                            name=f"{r['stage']} timed by the caller's loop", legendgroup=r["stage"], showlegend=False,
+                            hovertemplate=f"{r['stage']}, timed by the caller's loop: %{{y:.1f}} TFLOP/s<extra></extra>")
     if kernels is not None and len(kernels):
         k = kernels[np.isfinite(kernels["FLOP/B"]) & (kernels["GFLOP"] > 0)]
         fig.add_scatter(
@@ -435,7 +444,7 @@ def sweep_chart(pts: pd.DataFrame, roof: dict) -> go.Figure:
                             mode="markers", legendgroup=stage, showlegend=False,
                             marker=dict(size=10, color="rgba(0,0,0,0)", line=dict(width=2, color=color)),
                             customdata=waited["seq"], hovertemplate=f"{stage} at seq %{{customdata}}, timed by "
-                                                                    "do_bench: %{y:.1f} TFLOP/s<extra></extra>")
+                                                                    "the caller's loop: %{y:.1f} TFLOP/s<extra></extra>")
     _axes(fig, box, 600)
     seqs = sorted(finite["seq"].unique())
     return _title(fig, "As the sequence grows",
@@ -472,6 +481,32 @@ def glue_ceilings(roof: dict) -> dict:
     return values
 
 
+def _cap(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
+def verdict_sentence(pts: pd.DataFrame) -> str:
+    """The bound of every point in one sentence, from its `bound` column (`bound.of_call`'s words):
+    the stages bound by the CPU with the loop over the busy time, those about even with the line
+    and the loop's spread, then the others; the no-timer line where no point has the caller's timer."""
+    rows = pts.to_dict("records")
+    if all(r["bound"] == NO_TIMER_WORDS for r in rows):
+        return _cap(NO_TIMER) + ": no stage here is called bound by either."
+    cpu = [f"{r['stage']} (the loop {r['loop / busy']:.2f}× the GPU's busy time)" for r in rows
+           if r["bound"] == WORDS[CPU]]
+    even = [f"{r['stage']} (line {(1 + LINE) * r['busy µs']:,.1f} µs, loop {r['loop min µs']:,.1f}–"
+            f"{r['loop max µs']:,.1f} µs)" for r in rows if r["bound"] == WORDS[EVEN]]
+    gpu = [r["stage"] for r in rows if r["bound"] == WORDS[GPU]]
+    parts = [f"bound by the CPU: {_and(cpu)}" if cpu else "no stage is bound by the CPU"]
+    if even:
+        parts.append(f"about even: {_and(even)}")
+    parts.append(f"bound by the GPU: {_and(gpu)}" if gpu else "no stage is bound by the GPU")
+    untimed = [r["stage"] for r in rows if r["bound"] == NO_TIMER_WORDS]
+    tail = (f" No verdict for {_and(untimed)}: the caller's timer did not time {'it' if len(untimed) == 1 else 'them'}; "
+            "do_bench's figure decides nothing." if untimed else "")
+    return _cap("; ".join(parts)) + "." + tail
+
+
 def glue_roofline(pts: pd.DataFrame, roof: dict) -> dict:
     """Glue what the chapter says in numbers, as `roof_<name>`: the best stage and how far it is
     from its roof, which stages sit under the memory roof, which are bound by the CPU."""
@@ -491,8 +526,7 @@ def glue_roofline(pts: pd.DataFrame, roof: dict) -> dict:
         # right of the ridge is not bound by compute: the share of the compute roof they reach
         "compute_pct_min": f"{pts[pts['roof'] == 'compute']['% of roof'].min():.0f}" if len(compute) else "—",
         "compute_pct_max": f"{pts[pts['roof'] == 'compute']['% of roof'].max():.0f}" if len(compute) else "—",
-        "cpu_detail": _and([f"{r['stage']} (do_bench {r['do_bench / profiler']:.2f}× the profiler's GPU time)"
-                            for r in pts[pts["bound by the CPU"] == True].to_dict("records")]),  # noqa: E712
+        "cpu_detail": verdict_sentence(pts),
     }
     for key, value in values.items():
         glue(f"roof_{key}", value)
@@ -536,7 +570,9 @@ def glue_sweep(pts: pd.DataFrame) -> dict:
     cpu_short = pts[(pts["seq"] == shortest) & (pts["bound by the CPU"] == True)]["stage"]  # noqa: E712
     cpu_long = pts[(pts["seq"] == longest) & (pts["bound by the CPU"] == True)]["stage"]  # noqa: E712
     values = {"seq_min": shortest, "seq_max": longest, "cpu_short": _and(cpu_short), "cpu_long": _and(cpu_long),
-              "cpu_short_count": len(cpu_short)}
+              "cpu_short_count": len(cpu_short),
+              "verdicts_short": verdict_sentence(pts[pts["seq"] == shortest]),
+              "verdicts_long": verdict_sentence(pts[pts["seq"] == longest])}
     for stage in (s for s in STAGES if s in set(pts["stage"])):   # the prose reads flash, naive and cuDNN
         key = get_stage(stage).short
         rows = pts[pts["stage"] == stage]

@@ -36,7 +36,13 @@ class Provenance:
     mode: str = "live"                    # "live" or "replay", as the reader got it
     cupti: bool = True                    # False: the profiler saw no GPU events
     cuda_event_time_us: float | None = None  # fallback / independent GPU time per forward
-    do_bench_us: float | None = None      # triton.testing.do_bench median of the same forward
+    do_bench_us: float | None = None      # triton.testing.do_bench median of the same forward (cold L2, one call at a time)
+    # the caller's timer (helpers.sources.timers.caller_loop): µs per call of each repeat of N
+    # back-to-back calls; live from the capture, in replay from the set's timers.json
+    loop_us: list | None = None
+    loop_calls: int | None = None         # N, the calls per repeat
+    loop_busy_us: float | None = None     # the GPU's busy time per call beside the loop (timers.json)
+    timers: str | None = None             # where the caller's timer came from: "live", "timers.json (<date>)"
     peak_memory_bytes: int | None = None  # torch.cuda.max_memory_allocated across one forward
     memory_before_bytes: int | None = None  # allocated just before it: the forward needed the difference
     first_call_seconds: float | None = None  # the first call on fresh inputs (compiles, for torch.compile)
@@ -58,6 +64,18 @@ class Provenance:
                                                              ("cuDNN", self.cudnn), ("driver", self.driver))
                     if known(value)]
         return f"{gpu}{when}" + (f" with {', '.join(versions)}" if versions else "")
+
+
+def _timer_fields(path: Path) -> dict:
+    """The replay set's timers.json record of this trace, as provenance fields; a broken
+    timers.json is named as such, not taken for a broken trace."""
+    from .timers_file import FILE, fields
+    try:
+        return fields(path)
+    except (OSError, ValueError, TypeError, AttributeError) as err:
+        raise RuntimeError(f"The replay set's {FILE} beside {path} is not readable "
+                           f"({type(err).__name__}: {err}). Record it again with "
+                           f"`python tools/record_timers.py`, or remove it.") from err
 
 
 @dataclass
@@ -196,7 +214,9 @@ class Profile:
         counts = ("gpu_events", "kernels", "memcpys", "memsets", "aten_ops")
         row = {k: int(round(v)) if k in counts else float(v) for k, v in shown.items()
                if isinstance(v, (int, float)) or hasattr(v, "dtype")}
-        row |= {"stage": self.stage, "do_bench_us": self.provenance.do_bench_us}
+        p = self.provenance
+        row |= {"stage": self.stage, "do_bench_us": p.do_bench_us,
+                "loop_us": getattr(p, "loop_us", None), "loop_busy_us": getattr(p, "loop_busy_us", None)}
         return pd.Series(row, dtype=object)
 
     # --- files --------------------------------------------------------------------------------
@@ -231,7 +251,10 @@ class Profile:
         try:
             from .tracefile import read_document
             document = read_document(path, show_progress=False)
-            provenance = Provenance(**(document["provenance"] | {"mode": mode}))
+            fields = document["provenance"] | {"mode": mode}
+            if mode == "replay":  # the set's caller's timer, where it has one (core/timers_file.py)
+                fields |= _timer_fields(path)
+            provenance = Provenance(**fields)
             events = document["traceEvents"]
         except (TraceError, OSError, EOFError, ValueError, KeyError, TypeError) as err:
             raise TraceError(f"The recorded trace {path} is corrupt or not one of ours "

@@ -47,7 +47,8 @@ LEDGER = {
     "ncu time": ("µs", "the kernels' gpu__time_duration under Nsight Compute, plus the copies' trace time"),
     "profiler GPU time": ("µs", "the sum of one forward's (or step's) GPU events in the profiler's trace: "
                                 "kernels, memcpy and memset"),
-    "do_bench time": ("µs", "triton.testing.do_bench's median of back-to-back calls, CUDA events around each"),
+    "do_bench time": ("µs", "triton.testing.do_bench's median of single calls, each after a 256 MB "
+                              "L2 flush, CUDA events around each: one cold call's GPU-side time"),
     "executed TFLOP/s": ("TFLOP/s", "executed FLOPs over ncu time: the roofline's y"),
     "model TFLOP/s": ("TFLOP/s", "model FLOPs over the profiler GPU time: what the attention needed, per "
                                  "second the GPU spent"),

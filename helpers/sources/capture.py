@@ -18,6 +18,7 @@ from torch.profiler import ProfilerActivity, profile, schedule
 from ..core import config
 from ..core.errors import TraceError
 from .provenance import device_facts, driver_version, now  # noqa: F401  (driver_version: re-exported)
+from .timers import caller_loop
 from ..core.profile import Profile, Provenance
 from ..core.stages import DEFAULT_SHAPE, Shape, Stage, get_stage, reset_compiled
 
@@ -58,7 +59,8 @@ def cuda_event_time_us(fn, repeats: int = 20) -> float:
 
 
 def do_bench_us(fn) -> float | None:
-    """triton.testing.do_bench's median, an independent timer; None where Triton is absent."""
+    """triton.testing.do_bench's median: one cold-L2 call at a time (it zeroes a 256 MB buffer
+    before each), the launch work hidden behind the flush; None where Triton is absent."""
     try:
         from triton.testing import do_bench
     except ImportError:
@@ -167,7 +169,9 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
     a torch.compile stage, whose generated code goes into `extra`), the set-up time outside the
     forward, and the memory one forward needs (peak allocated, and allocated before it). With
     `independent_timer` (the default, as the pages compare the two) triton's do_bench times the
-    same forward too, where Triton is installed.
+    same forward too, where Triton is installed, and the caller's timer (`timers.caller_loop`:
+    N back-to-back calls between two CUDA events, / N, 7 repeats) records what a loop pays per
+    call: the wall time of the book's one "bound by" verdict (`helpers.core.bound`).
 
     With `training`, each profiled call is one training step instead of a forward: the forward
     under autograd in record_function("attn_fwd"), then the backward with a fixed grad_output in
@@ -220,6 +224,8 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
         fields["cuda_event_time_us"] = cuda_event_time_us(forward)
     if independent_timer:
         fields["do_bench_us"] = do_bench_us(forward)
+        loop = caller_loop(forward)
+        fields |= {"loop_us": loop["loop_us"], "loop_calls": loop["loop_calls"], "timers": "live"}
     inputs.clear()  # free the tensors before the next stage allocates its own
     torch.cuda.empty_cache()
     return Profile(events, Provenance(**fields))

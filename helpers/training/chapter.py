@@ -16,7 +16,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from IPython.display import HTML
 
-from ..core.bound import LINE, of_call
+from ..core.bound import BUSY_TIMERS, LINE, NO_TIMER, NO_TIMER_WORDS, of_call
+from ..core.bound import words as bound_words
 from . import core_backward as bw
 from ..core import quantities as q
 from ..core.wording import names, percent_from, place, sentence_for
@@ -593,21 +594,31 @@ def trace_note(prof: Profile) -> HTML:
 
 
 def timer_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
-    """GPU time of one training step: the profiler's sum of GPU events (the last profiled step,
-    the one the other tables show) against triton's do_bench of the same step, and the bound the
-    book's one definition (helpers.core.bound) draws from the two."""
+    """One training step, timed three ways: the profiler's sum of GPU events (the last profiled
+    step, the one the other tables show), the caller's loop of back-to-back steps (median per step,
+    and the min–max of its repeats) and triton's do_bench (one cold-L2 step at a time, its launch
+    work hidden: shown, it decides nothing); the bound is the book's one definition
+    (`helpers.core.bound.of_call`: the loop against the GPU's busy time), none without the loop."""
     rows = []
     for stage, prof in profiles.items():
         s = prof.summary()
         p = prof.provenance
         b = of_call(s)
         rows.append({"stage": stage, "step profiler GPU µs": round(float(s["gpu_time_us"]), 1),
+                     "step loop µs": None if b is None else round(b.wall_us, 1),
+                     "loop spread µs": "—" if b is None else f"{b.spread[0]:,.1f}–{b.spread[1]:,.1f}",
+                     "GPU busy µs (beside the loop)": None if b is None or b.busy_from != BUSY_TIMERS else round(b.busy_us, 1),
                      "step do_bench µs": round(p.do_bench_us, 1) if p.do_bench_us else None,
                      "step do_bench / profiler": round(p.do_bench_us / float(s["gpu_time_us"]), 2) if p.do_bench_us else None,
-                     "bound": "no independent timing recorded" if b is None else b.words})
+                     "bound": bound_words(b)})
     table = pd.DataFrame(rows)
-    table.attrs["caption"] = ("One training step: the last profiled step's GPU events against do_bench per step; "
-                              f"bound by the GPU when do_bench is at most {LINE:.0%} longer (glossary: bound by the CPU / by the GPU).")
+    caption = ("One training step: the last profiled step's GPU events; the caller's loop of back-to-back steps "
+               "(median per step, min–max of its repeats); do_bench, one cold-L2 step at a time (shown, it decides "
+               f"nothing). Bound by the GPU when the loop is at most {LINE:.0%} longer than the GPU's busy time, about "
+               "even when that line falls inside the loop's spread (glossary: bound by the CPU / by the GPU).")
+    if any(r["bound"] == NO_TIMER_WORDS for r in rows):
+        caption += f" {NO_TIMER[0].upper() + NO_TIMER[1:]}."
+    table.attrs["caption"] = caption
     return table
 
 

@@ -53,31 +53,90 @@ def perfetto_note(prof: Profile) -> HTML:
         "<code>cuLaunchKernelEx</code> to its kernel on the GPU stream.</p>"))
 
 
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def glue_timer(profiles: dict) -> dict:
-    """Glue what chapter 8's timer table teaches: the stages the book's one definition calls bound
-    by the CPU (`timer_cpu_bound`), and the profiler's overhead shown on one stage bound by the GPU
-    whose profiled CPU time exceeds do_bench's whole time per call (`timer_example_*`)."""
-    from ..core.bound import LINE, of_call
+    """Glue what chapter 8's timer table teaches, through the book's one definition
+    (`helpers.core.bound.of_call`, the same as the table's *bound* column):
+
+    * `timer_verdicts`: one sentence naming the stages bound by the CPU, those about even (with the
+      line and the loop's spread) and how many are bound by the GPU; where no stage has the
+      caller's timer, the one line that says so (`bound.NO_TIMER`);
+    * `timer_timed`: how many of the stages the caller's timer timed ("every one of the 11 stages");
+    * `timer_cpu_bound` / `timer_cpu_bound_count` / `timer_even`: the lists behind it;
+    * `timer_overhead`: the profiler's overhead shown on the GPU-bound stage whose profiled CPU
+      time most exceeds the loop's whole time per call (`timer_example_*`), or why none can."""
+    from ..core.bound import CPU, EVEN, GPU, LINE, NO_TIMER, of_call
     bounds = {name: of_call(p.summary()) for name, p in profiles.items()}
-    cpu = [n for n, b in bounds.items() if b is not None and b.cpu_bound]
-    values = {"line_pct": f"{LINE:.0%}", "cpu_bound": ", ".join(cpu) or "none",
-              "cpu_bound_count": len(cpu)}
-    # the clearest overhead: profiled CPU time per call over do_bench's whole call, on a GPU-bound stage
-    over = {n: float(profiles[n].summary()["cpu_time_us"]) / b.wall_us for n, b in bounds.items()
-            if b is not None and not b.cpu_bound}
+    timed = {n: b for n, b in bounds.items() if b is not None}
+    cpu = [n for n, b in timed.items() if b.by == CPU]
+    even = [n for n, b in timed.items() if b.by == EVEN]
+    gpu = [n for n, b in timed.items() if b.by == GPU]
+    untimed = [n for n, b in bounds.items() if b is None]
+    n = len(bounds)
+    timed_words = (f"every one of the {n} stages" if len(timed) == n else
+                   f"no stage of the {n}" if not timed else f"{len(timed)} of the {n} stages")
+    values = {"line_pct": f"{LINE:.0%}", "timed": timed_words, "cpu_bound": _names(cpu) if cpu else "no stage",
+              "cpu_bound_count": len(cpu), "even": _names(even) if even else "no stage"}
+    if not timed:
+        values["verdicts"] = NO_TIMER[0].upper() + NO_TIMER[1:] + ", so no stage here is called bound by either."
+    else:
+        parts = []
+        parts.append(f"bound by the CPU: {_names(cpu)}" if cpu else "no stage is bound by the CPU")
+        if even:
+            parts.append("about even, the line inside the loop's own spread: " + _names(
+                [f"{n} (line {timed[n].line_us:,.1f} µs, loop {timed[n].spread[0]:,.1f}–{timed[n].spread[1]:,.1f} µs)"
+                 for n in even]))
+        parts.append(f"bound by the GPU: {_names(gpu)}" if gpu else "no stage is bound by the GPU")
+        sentence = "; ".join(parts)
+        values["verdicts"] = sentence[0].upper() + sentence[1:] + "."
+        if untimed:
+            values["verdicts"] += (f" No verdict for {_names(untimed)}: the caller's timer did not time "
+                                   f"{'it' if len(untimed) == 1 else 'them'}; do_bench's figure decides nothing.")
+    # the clearest overhead: profiled CPU time per call over the loop's whole call, on a GPU-bound stage
+    over = {n: float(profiles[n].summary()["cpu_time_us"]) / b.wall_us for n, b in timed.items() if b.by == GPU}
     over = {n: r for n, r in over.items() if r > 1}
     if over:
         name = max(over, key=over.get)
         s = profiles[name].summary()
-        values |= {"example_stage": name, "example_cpu_us": round(float(s["cpu_time_us"]), 1),
-                   "example_bench_us": round(bounds[name].wall_us, 1),
-                   "example_gpu_us": round(float(s["gpu_time_us"]), 1)}
+        ex = {"example_stage": name, "example_cpu_us": round(float(s["cpu_time_us"]), 1),
+              "example_loop_us": round(timed[name].wall_us, 1), "example_gpu_us": round(timed[name].busy_us, 1)}
+        values |= ex
+        values["overhead"] = (
+            f"{name} shows it best. Its profiled forward spends {ex['example_cpu_us']:,.1f} µs on the CPU, yet a "
+            f"loop of unprofiled calls pays {ex['example_loop_us']:,.1f} µs per call in all: the CPU cannot take "
+            f"{ex['example_cpu_us']:,.1f} µs per call when nobody is recording it. Unprofiled, its CPU keeps ahead "
+            f"of its {ex['example_gpu_us']:,.1f} µs of GPU work, and the stage is bound by the GPU.")
     else:
-        values |= dict.fromkeys(["example_stage", "example_cpu_us", "example_bench_us", "example_gpu_us"],
+        values |= dict.fromkeys(["example_stage", "example_cpu_us", "example_loop_us", "example_gpu_us"],
                                 "not measured")
+        values["overhead"] = ("Here no stage bound by the GPU has a profiled CPU time longer than the loop's "
+                              "whole time per call, so no stage shows it by itself." if timed else
+                              "Without the caller's timer this recording cannot set the profiled CPU time "
+                              "against an unprofiled call's.")
     for key, value in values.items():
         glue(f"timer_{key}", value)
     return values
+
+
+def glue_bound(prof: Profile, prefix: str | None = None) -> dict:
+    """Glue one call's bound as a sentence a page can end a paragraph with, `<stage>_call_bound`
+    (the book's one definition, `helpers.core.bound.of_call`): what a loop pays per call, the GPU's
+    busy time in it and the verdict; without the caller's timer, the one line that says so, with
+    do_bench's cold call beside it."""
+    from ..core.bound import NO_TIMER, of_call
+    s, prefix = prof.summary(), prefix or prof.stage
+    b = of_call(s)
+    if b is not None:
+        text = (f"a loop of back-to-back calls pays {b.wall_us:,.1f} µs per call without the profiler "
+                f"({b.spread_text}), and the GPU is busy {b.busy_us:,.1f} µs of it: {b.words}")
+    else:
+        bench = s["do_bench_us"]
+        text = NO_TIMER + ("" if bench is None else f" (do_bench, one cold call: {float(bench):,.1f} µs)")
+    glue(f"{prefix}_call_bound", text)
+    return {"call_bound": text}
 
 
 def glue_async(prof: Profile, prefix: str | None = None) -> dict:

@@ -5,7 +5,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..core.bound import LINE, of_call
+from ..core.bound import BUSY_TIMERS, BUSY_TRACE, LINE, NO_TIMER, of_call, words
 from ..core.names import decode
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, STAGES, get_stage
@@ -119,23 +119,38 @@ def decoded_fields(prof: Profile, step: int | None = None) -> pd.DataFrame:
 
 
 def timer_agreement(profiles: dict) -> pd.DataFrame:
-    """The profiler's GPU time per forward against do_bench's time per call, and the bound that
-    `helpers.core.bound` draws from them (the glossary's *bound by the CPU / by the GPU*).
-    The profiled CPU time is shown beside them for what it is: the profiler's own overhead
-    included, longer than the same call's CPU time unprofiled."""
+    """The caller's timer against the GPU's busy time, and the bound `helpers.core.bound` draws
+    from them (the glossary's *bound by the CPU / by the GPU*, *about even*): a loop's time per
+    call (median of its repeats, and their min–max) over the GPU's busy time per call (measured
+    beside the loop where the recording has it, else the profiler's GPU time of one forward).
+    do_bench's cold-call time and the profiled CPU time are shown beside them and decide nothing:
+    do_bench flushes L2 before each call and hides the launch work; the profiler's CPU time holds
+    its own overhead. A recording without the caller's timer gets no verdict."""
     rows = []
     for name, prof in profiles.items():
         s = prof.summary()
         b = of_call(s)
-        gpu, cpu = float(s["gpu_time_us"]), float(s["cpu_time_us"])
+        gpu, cpu, bench = float(s["gpu_time_us"]), float(s["cpu_time_us"]), s["do_bench_us"]
         rows.append({"stage": name, "profiler GPU µs": round(gpu, 1),
-                     "do_bench µs": None if b is None else round(b.wall_us, 1),
-                     "do_bench / profiler": None if b is None else round(b.wall_us / gpu, 3),
+                     "GPU busy µs (beside the loop)": None if b is None or b.busy_from != BUSY_TIMERS
+                     else round(b.busy_us, 1),
+                     "loop µs per call": None if b is None else round(b.wall_us, 1),
+                     "loop spread µs": "—" if b is None else f"{b.spread[0]:,.1f}–{b.spread[1]:,.1f}",
+                     "loop / busy": None if b is None else round(b.wall_us / b.busy_us, 3),
                      "GPU busy % of a call": None if b is None else round(b.busy_pct, 1),
+                     "do_bench µs": None if bench is None else round(float(bench), 1),
                      "CPU µs (profiled)": round(cpu, 1),
-                     "bound": "no independent timing recorded" if b is None else b.words})
+                     "bound": words(b)})
     frame = pd.DataFrame(rows).set_index("stage")
-    frame.attrs = {"caption": (f"One forward: the last profiled step; do_bench: its median per call, no profiler. "
-                               f"Bound by the GPU when do_bench is at most {LINE:.0%} longer than the GPU "
-                               f"time, else by the CPU (glossary: bound by the CPU / by the GPU).")}
+    untimed = [n for n, r in zip(frame.index, rows) if r["loop µs per call"] is None]
+    caption = (f"One forward: the last profiled step. The caller's loop: back-to-back calls between two CUDA "
+               f"events, no profiler, no flush; its median per call over "
+               f"its repeats, and their min–max. Bound by the GPU when the loop is at most {LINE:.0%} longer than the "
+               f"GPU's busy time per call ({BUSY_TIMERS} where recorded, else {BUSY_TRACE}), else by the CPU; "
+               f"about even when that line falls inside the loop's min–max (glossary: bound by the CPU / by the GPU). "
+               f"do_bench: one call at a time after a 256 MB L2 flush, its launch hidden; shown, it decides nothing.")
+    if untimed:   # the stages it names only where some others were timed
+        caption += f" {NO_TIMER[0].upper() + NO_TIMER[1:]}" + (
+            "." if len(untimed) == len(rows) else f" for {', '.join(untimed)}.")
+    frame.attrs = {"caption": caption}
     return frame

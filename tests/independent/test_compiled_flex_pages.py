@@ -4,11 +4,13 @@ from the raw trace events and the provenance the recording wrote beside them.
 Units: `_us`/`µs` µs (raw `dur`); `_s` seconds and `_ms` milliseconds of the provenance's
 `first_call_seconds` / `setup_seconds` (seconds); `(MiB)` bytes / 2**20; ratios are a / b as named."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from helpers import Shape, compiled, flex, profile_stage
 
 from . import raw
+from timer_fakes import NO_TIMER_WORDS, later_calls_raw, raw_call  # plain code, no helpers
 
 SHAPE = raw.DEFAULT
 
@@ -98,6 +100,11 @@ def test_compiled_cpu_compare(profs):
         assert t.loc[s, "attn_fwd CPU µs"] == pytest.approx(f.cpu_us, abs=0.051)
         assert t.loc[s, "GPU µs"] == pytest.approx(f.gpu_us, abs=0.051)
         assert t.loc[s, "do_bench µs per call"] == pytest.approx(prov(s)["do_bench_us"], abs=0.051)
+        call = raw_call(raw.stage_path(s), f.gpu_us)
+        if call is None:
+            assert pd.isna(t.loc[s, "loop µs per call"])
+        else:
+            assert t.loc[s, "loop µs per call"] == pytest.approx(call["wall"], abs=0.051)
 
 
 def test_compiled_cpu_layers(profs):
@@ -109,15 +116,18 @@ def test_compiled_cpu_layers(profs):
 
 
 def test_compiled_first_call(profs):
-    """first call (s): the provenance's seconds; a later call: do_bench µs; their ratio s·1e6/µs;
-    the payoff: ⌈(first_c − first_n)·1e6 / (bench_n − bench_c)⌉ calls."""
+    """first call (s): the provenance's seconds; a later call: the caller's loop (median) where both
+    have it, else do_bench µs; their ratio s·1e6/µs; the payoff: ⌈(first_c − first_n)·1e6 / (call_n −
+    call_c)⌉ calls."""
     c, n = prov("naive_compiled"), prov("naive")
+    (later_n, later_c), by = later_calls_raw([raw.stage_path("naive"), raw.stage_path("naive_compiled")])
+    n, c = n | {"later": later_n}, c | {"later": later_c}
     g = compiled.glue_first_call(profs["naive_compiled"], profs["naive"])
     assert float(g["compiled_first_call_s"]) == pytest.approx(c["first_call_seconds"], abs=0.006)
     assert float(g["naive_first_call_ms"]) == pytest.approx(n["first_call_seconds"] * 1e3, abs=0.051)
     assert float(g["compiled_first_over_call"].replace(",", "")) == pytest.approx(
-        c["first_call_seconds"] * 1e6 / c["do_bench_us"], abs=0.51)
-    saved = n["do_bench_us"] - c["do_bench_us"]
+        c["first_call_seconds"] * 1e6 / c["later"], abs=0.51)
+    saved = n["later"] - c["later"]
     assert saved > 0
     assert int(g["compiled_payoff_calls"].replace(",", "")) == int(np.ceil(
         (c["first_call_seconds"] - n["first_call_seconds"]) * 1e6 / saved))
@@ -125,8 +135,9 @@ def test_compiled_first_call(profs):
     assert list(t.index) == ["naive", "naive_compiled"]
     for s, p in (("naive", n), ("naive_compiled", c)):
         assert t.loc[s, "first call (s)"] == pytest.approx(p["first_call_seconds"], abs=0.006)
-        assert t.loc[s, "a later call (µs, do_bench)"] == pytest.approx(p["do_bench_us"], abs=0.051)
-        assert t.loc[s, "first call / later call"] == pytest.approx(p["first_call_seconds"] * 1e6 / p["do_bench_us"], abs=0.51)
+        assert t.loc[s, "a later call (µs)"] == pytest.approx(p["later"], abs=0.051)
+        assert t.loc[s, "timed by"] == by
+        assert t.loc[s, "first call / later call"] == pytest.approx(p["first_call_seconds"] * 1e6 / p["later"], abs=0.51)
 
 
 # --- 06c -----------------------------------------------------------------------------------------
@@ -158,8 +169,14 @@ def test_flex_glue_page(profs):
     assert g["flex_registers"] == k["args"]["registers per thread"]
     assert g["flex_smem"] == k["args"]["shared memory"]
     assert float(g["flex_over_flash_gpu"]) == pytest.approx(f.gpu_us / fl.gpu_us, abs=0.006)
-    assert g["flex_gap_us"] == pytest.approx(p["do_bench_us"] - f.gpu_us, abs=0.051)
-    assert g["flex_busy_pct"] == pytest.approx(100 * f.gpu_us / p["do_bench_us"], abs=0.051)
+    call = raw_call(raw.stage_path("flex"), f.gpu_us)
+    if call is None:
+        assert g["flex_gap_us"] == g["flex_busy_pct"] == "not recorded"
+        assert g["flex_gap"].startswith("This recording has no caller's timer")
+    else:
+        assert g["flex_gap_us"] == pytest.approx(call["wall"] - call["busy"], abs=0.051)
+        assert g["flex_busy_pct"] == pytest.approx(min(100, 100 * call["busy"] / call["wall"]), abs=0.051)
+        assert f"({call['verdict']})" in g["flex_gap"]
     seq = p["shape"]["seq"]
     block = seq // k["args"]["grid"][0]  # one program per query block: grid x
     assert (g["flex_block_q"], g["flex_query_blocks"]) == (block, k["args"]["grid"][0])
@@ -172,8 +189,9 @@ def test_flex_glue_page(profs):
     assert g["sliding_gpu_us"] == pytest.approx(sl.gpu_us, abs=0.051)
     assert float(g["flex_setup_ms"]) == pytest.approx(p["setup_seconds"] * 1e3, abs=0.051)
     assert float(g["flex_first_call_s"]) == pytest.approx(p["first_call_seconds"], abs=0.006)
+    (later, _), _by = later_calls_raw([raw.stage_path("flex"), raw.stage_path("sdpa_flash")])
     assert float(g["flex_first_over_call"].replace(",", "")) == pytest.approx(
-        p["first_call_seconds"] * 1e6 / p["do_bench_us"], abs=0.51)
+        p["first_call_seconds"] * 1e6 / later, abs=0.51)
     assert float(g["sliding_first_call_s"]) == pytest.approx(prov("flex_sliding")["first_call_seconds"], abs=0.006)
 
 
@@ -193,12 +211,16 @@ def test_flex_call_gap(profs):
         f, p = fwd(s), prov(s)
         row = t.loc[s]
         assert row["GPU µs per forward (profiler)"] == pytest.approx(f.gpu_us, abs=0.051)
-        assert row["µs per call (do_bench)"] == pytest.approx(p["do_bench_us"], abs=0.051)
-        assert row["gap µs"] == pytest.approx(p["do_bench_us"] - f.gpu_us, abs=0.051)
-        assert row["GPU busy %"] == pytest.approx(100 * f.gpu_us / p["do_bench_us"], abs=0.051)
+        assert row["do_bench µs (cold call)"] == pytest.approx(p["do_bench_us"], abs=0.051)
         assert row["attn_fwd CPU µs (profiled)"] == pytest.approx(f.cpu_us, abs=0.051)
-        gpu_bound = p["do_bench_us"] <= 1.1 * f.gpu_us
-        assert row["bound"] == ("bound by the GPU" if gpu_bound else "bound by the CPU")
+        call = raw_call(raw.stage_path(s), f.gpu_us)
+        if call is None:
+            assert row["bound"] == NO_TIMER_WORDS and pd.isna(row["gap µs"]) and pd.isna(row["loop µs per call"])
+            continue
+        assert row["loop µs per call"] == pytest.approx(call["wall"], abs=0.051)
+        assert row["gap µs"] == pytest.approx(call["wall"] - call["busy"], abs=0.051)
+        assert row["GPU busy %"] == pytest.approx(min(100, 100 * call["busy"] / call["wall"]), abs=0.051)
+        assert row["bound"] == call["verdict"]
 
 
 SEQS = (512, 1024, 2048, 4096)
@@ -222,14 +244,19 @@ def test_flex_gap_sweep_rows_glue_and_chart(sweep):
     for seq in SEQS:
         for s in SWEPT:
             f, p = fwd(s, shape_of(seq)), prov(s, shape_of(seq))
-            want[(s, seq)] = (f.gpu_us, p["do_bench_us"], p.get("setup_seconds"))
+            want[(s, seq)] = (f.gpu_us, p["do_bench_us"], p.get("setup_seconds"),
+                              raw_call(raw.stage_path(s, shape_of(seq)), f.gpu_us))
     assert sorted(zip(table["stage"], table["seq"])) == sorted(want)
-    import pandas as pd
     for _, row in table.iterrows():
-        gpu, bench, setup = want[(row["stage"], row["seq"])]
+        gpu, bench, setup, call = want[(row["stage"], row["seq"])]
         assert row["GPU µs"] == pytest.approx(gpu, abs=0.051)
         assert row["do_bench µs"] == pytest.approx(bench, abs=0.051)
-        assert row["do_bench / GPU"] == pytest.approx(bench / gpu, abs=0.006)
+        if call is None:
+            assert pd.isna(row["loop / busy"]) and row["bound"] == NO_TIMER_WORDS
+        else:
+            assert row["loop µs"] == pytest.approx(call["wall"], abs=0.051)
+            assert row["loop / busy"] == pytest.approx(call["wall"] / call["busy"], abs=0.006)
+            assert row["bound"] == call["verdict"]
         if row["stage"] == "sdpa_flash":
             assert pd.isna(row["blocks visited"]) and pd.isna(row["mask set-up ms"])
         else:
@@ -241,17 +268,23 @@ def test_flex_gap_sweep_rows_glue_and_chart(sweep):
         assert row["GPU µs"] == pytest.approx(want[(stage, seq)][0], abs=0.051)
     g = flex.glue_sweep(table)
     for s in SWEPT:
-        ratios = [want[(s, q)][1] / want[(s, q)][0] for q in SEQS]
+        calls = [want[(s, q)][3] for q in SEQS]
         assert (g[s]["seq_lo"], g[s]["seq_hi"]) == (SEQS[0], SEQS[-1])
         assert g[s]["gpu_lo"] == pytest.approx(want[(s, SEQS[0])][0], abs=0.051)
         assert g[s]["gpu_hi"] == pytest.approx(want[(s, SEQS[-1])][0], abs=0.051)
         assert g[s]["bench_lo"] == pytest.approx(want[(s, SEQS[0])][1], abs=0.051)
         assert g[s]["bench_hi"] == pytest.approx(want[(s, SEQS[-1])][1], abs=0.051)
-        assert float(g[s]["ratio_lo"]) == pytest.approx(ratios[0], abs=0.006)
-        assert float(g[s]["ratio_hi"]) == pytest.approx(ratios[-1], abs=0.006)
-        close = [r <= 1.1 for r in ratios]
-        at = next((q for i, q in enumerate(SEQS) if all(close[i:])), None)
-        assert g[s]["closes_at"] == (f"from seq {at} on" if at else "at no seq of the sweep")
+        if all(c is None for c in calls):
+            assert g[s]["ratio_lo"] == g[s]["ratio_hi"] == "not measured"
+            assert g[s]["closes_at"] == "not judged: no caller's timer recorded"
+            assert g[s]["summary"].startswith("this recording has no caller's timer")
+        else:
+            assert float(g[s]["ratio_lo"]) == pytest.approx(calls[0]["wall"] / calls[0]["busy"], abs=0.006)
+            assert float(g[s]["ratio_hi"]) == pytest.approx(calls[-1]["wall"] / calls[-1]["busy"], abs=0.006)
+            timed = [(q, c) for q, c in zip(SEQS, calls) if c is not None]
+            close = [c["verdict"] == "bound by the GPU" for _, c in timed]
+            at = next((q for i, (q, _) in enumerate(timed) if all(close[i:])), None)
+            assert g[s]["closes_at"] == (f"from seq {at} on" if at else "at no seq of the sweep")
         if s != "sdpa_flash":
             setups = [want[(s, q)][2] * 1e3 for q in SEQS]
             assert float(g[s]["setup_min"]) == pytest.approx(min(setups), abs=0.051)
@@ -262,16 +295,25 @@ def test_flex_gap_sweep_rows_glue_and_chart(sweep):
         if stage not in SWEPT:
             continue
         assert list(trace.x) == list(SEQS)
-        col = 0 if what == "GPU" else 1
-        assert list(trace.y) == pytest.approx([want[(stage, q)][col] for q in SEQS], abs=0.051), trace.name
-    # the widest gap: the seq where flex's do_bench / GPU is largest, and its CPU lane
-    wide = max(SEQS, key=lambda q: want[("flex", q)][1] / want[("flex", q)][0])
+        timed = all(want[(stage, q)][3] is not None for q in SEQS)
+        dotted = [want[(stage, q)][3]["wall"] if timed else want[(stage, q)][1] for q in SEQS]
+        assert list(trace.y) == pytest.approx([want[(stage, q)][0] for q in SEQS] if what == "GPU" else dotted,
+                                              abs=0.051), trace.name
+    # the widest gap: the seq where a loop's flex call over its busy time is largest (the smallest
+    # seq without the caller's timer), and its CPU lane
+    flex_calls = {q: want[("flex", q)][3] for q in SEQS if want[("flex", q)][3] is not None}
+    wide = max(flex_calls, key=lambda q: flex_calls[q]["wall"] / flex_calls[q]["busy"]) if flex_calls else SEQS[0]
     assert flex.widest_gap(table) == wide
     gw = flex.glue_widest(runs[("flex", Shape.from_key(shape_of(wide)))])
     f = fwd("flex", shape_of(wide))
     assert gw["wide_seq"] == wide
     assert gw["wide_gpu_us"] == pytest.approx(f.gpu_us, abs=0.051)
     assert gw["wide_bench_us"] == pytest.approx(prov("flex", shape_of(wide))["do_bench_us"], abs=0.051)
+    if wide in flex_calls:
+        assert gw["wide_loop_us"] == pytest.approx(flex_calls[wide]["wall"], abs=0.051)
+        assert gw["wide_call"].endswith(flex_calls[wide]["verdict"])
+    else:
+        assert gw["wide_loop_us"] == "not recorded" and "no caller's timer" in gw["wide_call"]
     assert gw["wide_cpu_us"] == pytest.approx(f.cpu_us, abs=0.051)
     assert gw["wide_guards_us"] == pytest.approx(
         sum(o["dur"] for o in f.ops if o["name"] == "TorchDynamo Cache Lookup"), abs=0.051)
