@@ -409,7 +409,7 @@ def chart(pts: pd.DataFrame, roof: dict, kernels: pd.DataFrame | None = None) ->
     _axes(fig, box, 620)
     shapes = ", ".join(dict.fromkeys(f"seq {s}" for s in pts["seq"]))
     return _title(fig, f"Roofline · {literal(roof['gpu'])}",
-                  f"a point per forward ({shapes}) · hollow: do_bench<br>"
+                  f"a point per forward ({shapes}) · hollow: per call of a loop, where the CPU holds it back<br>"
                   f"FLOPs, bytes: ncu · {_roof_sources(roof)}")
 
 
@@ -449,7 +449,7 @@ def sweep_chart(pts: pd.DataFrame, roof: dict) -> go.Figure:
     seqs = sorted(finite["seq"].unique())
     return _title(fig, "As the sequence grows",
                   f"seq {', '.join(map(str, seqs))}: larger marker, longer sequence<br>"
-                  "hollow: timed by do_bench (CPU-bound)")
+                  "hollow: per call of a loop, where the CPU holds it back")
 
 
 # ----------------------------------------------------------------------------------------- glue

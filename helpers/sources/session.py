@@ -260,7 +260,7 @@ class Session:
             if prof is not None and prof.provenance.gpu == c.gpu:
                 out.append(prof)
         if not quiet and out:
-            print(f"Replaying the profiler's and do_bench's times of {len(out)} forwards, recorded on "
+            print(f"Replaying the profiler's and the timers' figures of {len(out)} forwards, recorded on "
                   f"{out[-1].provenance.description}.")
         return out
 
