@@ -490,9 +490,11 @@ def _plain_above_sentence(plain_above: pd.DataFrame) -> str:
     if plain_above.empty:
         return "No kernel over the cap went through a call without Ex in its name in these traces."
     n, zero = len(plain_above), int((plain_above["CUPTI est. %"] == 0).sum())
+    read = (("it still read zero" if zero else "it did not read zero") if n == 1
+            else f"{zero} of the {n} still read zero")
     return (f"{n} of those kernels ({_and(list(dict.fromkeys(plain_above['stage'])))}) went through "
             f"{_and(list(dict.fromkeys(plain_above['launched by'])))}, a call with no Ex in its name, "
-            f"and {zero} of the {n} still read zero.")
+            f"and {read}.")
 
 
 def _ex_below_sentence(ex_below: pd.DataFrame) -> str:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..core.errors import TraceError
 from ..core import config, replay_set
-from ..core.quantities import FFMA, TENSOR_TOTAL
+from ..core.quantities import FADD, FFMA, FMUL, TENSOR_TOTAL
 from ..core.config import DEFAULT_GPU, ROOT  # noqa: F401  (DEFAULT_GPU: re-exported for tools)
 from ..core.stages import Shape
 from ..core.ncu_tables import (  # noqa: F401  (re-exported: the reading half lives in core)
@@ -417,11 +417,11 @@ def live_metrics(exe: str, cache: Path | None = None) -> list[str]:
 
 def is_page_metric(metric: str) -> bool:
     """Whether a page reads `metric` from a live table: the launch, occupancy, DRAM bytes and
-    time (BASE_METRICS) and the FLOP-carrying work counters (the tensor pipe's ops by source type
-    and FFMA, helpers.core.quantities). The other work counters (per instruction family, sparsity,
-    fadd/fmul/...) are in the replay set's recordings, which the training chapter reads; a live
-    page never does, and each costs ncu replay passes of every kernel."""
-    return metric in BASE_METRICS or bool(TENSOR_TOTAL.match(metric)) or metric == FFMA
+    time (BASE_METRICS) and the FLOP-carrying work counters (the tensor pipe's ops by source type,
+    and the fp32 FFMA, FADD and FMUL instructions, helpers.core.quantities). The other work
+    counters (per instruction family, sparsity, ...) are in the replay set's recordings, which the
+    training chapter reads; a live page never does, and each costs ncu replay passes of every kernel."""
+    return metric in BASE_METRICS or bool(TENSOR_TOTAL.match(metric)) or metric in (FFMA, FADD, FMUL)
 
 
 def page_metrics(exe: str, cache: Path | None = None) -> list[str]:

@@ -149,8 +149,10 @@ def timer_agreement(profiles: dict) -> pd.DataFrame:
                f"GPU's busy time per call ({BUSY_TIMERS} where recorded, else {BUSY_TRACE}), else by the CPU; "
                f"about even when that line falls inside the loop's min–max (glossary: bound by the CPU / by the GPU). "
                f"do_bench: one call at a time after a 256 MB L2 flush, its launch hidden; shown, it decides nothing.")
-    if untimed:   # the stages it names only where some others were timed
-        caption += f" {NO_TIMER[0].upper() + NO_TIMER[1:]}" + (
-            "." if len(untimed) == len(rows) else f" for {', '.join(untimed)}.")
+    if untimed and len(untimed) == len(rows):
+        caption += f" {NO_TIMER[0].upper() + NO_TIMER[1:]}."
+    elif untimed:   # the stages it names only where some others were timed
+        caption += (f" No verdict for {', '.join(untimed)}: the caller's timer did not time "
+                    f"{'it' if len(untimed) == 1 else 'them'}; do_bench's figure decides nothing.")
     frame.attrs = {"caption": caption}
     return frame
