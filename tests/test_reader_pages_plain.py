@@ -153,3 +153,46 @@ def test_the_ncu_pages_say_how_they_were_recorded_in_a_fold(name):
     if name == "09_roofline":
         how = [t for t in text if "How these were recorded" in t]
         assert how and "cudaProfilerStart" in how[0] and "warm-up" in how[0]
+
+
+# --- a glued sentence pasted beside words it already ends with ("... a million tokens a million
+# tokens"): three or more words said twice back to back within one paragraph ---------------------
+DOUBLED = re.compile(r"\b([A-Za-z][\w’']*(?: [A-Za-z][\w’']*){2,}) \1\b")
+
+
+class _Paragraphs(HTMLParser):
+    """The text of each <p>, one string a paragraph (a fold's title and its body stay apart)."""
+
+    def __init__(self):
+        super().__init__()
+        self.paragraphs, self._depth, self._text = [], 0, []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "p":
+            self._depth += 1
+
+    def handle_endtag(self, tag):
+        if tag == "p" and self._depth:
+            self._depth -= 1
+            if not self._depth:
+                self.paragraphs.append(re.sub(r"\s+", " ", "".join(self._text)))
+                self._text = []
+
+    def handle_data(self, data):
+        if self._depth:
+            self._text.append(data)
+
+
+def doubled_in(markup: str) -> list[str]:
+    parser = _Paragraphs()
+    parser.feed(markup)
+    return [m.group(0) for p in parser.paragraphs for m in DOUBLED.finditer(p)]
+
+
+def test_no_paragraph_says_the_same_words_twice_in_a_row():
+    assert doubled_in(_page("<p>only flash stays past a million tokens a million tokens (the table)</p>"))
+    assert not doubled_in(_page("<p>only flash stays past a million tokens (the table)</p>"
+                                "<details><summary>the same file</summary><p>the same file, drawn</p></details>"))
+    bad = {p.relative_to(BUILD).as_posix(): found for p in reader_pages()
+           if (found := doubled_in(p.read_text(encoding="utf-8")))}
+    assert not bad, bad
