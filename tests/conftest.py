@@ -335,3 +335,25 @@ def executed_notebook(build: Path, name: str):
     path = build / "jupyter_execute" / "notebooks" / f"{name}.ipynb"
     assert path.exists(), f"{path} is missing: the build did not execute {name}"
     return nbformat.read(path, as_version=4)
+
+
+def executed_glue(name: str) -> dict[str, str]:
+    """Execute notebooks/<name>.ipynb with nbclient (a kernel of its own, this process's
+    environment) and return what it glued, by name, as myst-nb's text/plain (quotes stripped). The
+    book build's own execution cannot serve: myst-nb keeps glued values in its store and leaves
+    them out of _build/jupyter_execute."""
+    require("myst_nb")  # without it glue is a no-op (the GPU machine has no book tools)
+    import nbclient
+    import nbformat
+    path = ROOT / "notebooks" / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    out = {}
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            key = o.get("metadata", {}).get("scrapbook", {}).get("name")
+            if key:
+                out[key] = o["data"]["application/papermill.record/text/plain"].strip("'\"")
+    out["__markdown__"] = "\n".join(c["source"] for c in nb.cells if c["cell_type"] == "markdown")
+    return out

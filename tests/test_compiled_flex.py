@@ -15,7 +15,7 @@ from helpers.chapters import claims, compiled, flex
 from helpers.core import inductor
 from helpers.sources.replay import recorded_shapes
 from helpers.core.stages import SLIDING_WINDOW
-from conftest import raw_document, raw_last_step, require
+from conftest import executed_glue, raw_document, raw_last_step, require
 
 STAGES = ("naive", "naive_compiled", "sdpa_flash", "flex", "flex_sliding")
 
@@ -326,24 +326,10 @@ def test_live_flex_records_the_mask_set_up_outside_the_forward():
 # --- the pages' prose: every glued number, from the traces ----------------------------------------
 
 def glued(name: str, monkeypatch) -> dict:
-    """Execute a notebook in replay and return what it glued, by name (as the book shows it). The
-    book build's own execution cannot serve here: myst-nb keeps glued values in its store and
-    leaves them out of _build/jupyter_execute."""
-    require("myst_nb")  # without it glue is a no-op (the GPU machine has no book tools)
-    import nbclient
-    import nbformat
-    from conftest import ROOT
+    """Execute a notebook in replay and return what it glued, by name (as the book shows it)."""
     monkeypatch.setenv("ATTN_PROFILED_MODE", "replay")
-    path = ROOT / "notebooks" / f"{name}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
-    out = {}
-    for cell in nb.cells:
-        for o in cell.get("outputs", []):
-            key = o.get("metadata", {}).get("scrapbook", {}).get("name")
-            if key:
-                out[key] = o["data"]["application/papermill.record/text/plain"].strip("'\"")
+    out = executed_glue(name)
+    out.pop("__markdown__")
     return out
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, require
+from conftest import ROOT, executed_glue
 from timer_fakes import TRACES, fake_timers, linked_set
 
 NO_TIMER = "this recording has no caller's timer"
@@ -22,21 +22,9 @@ CASES = ([(p, t) for p in ("06c_flex", "08_at_a_glance", "09_roofline") for t in
 
 
 def glued(name: str) -> dict[str, str]:
-    require("myst_nb")
-    import nbclient
-    import nbformat
-    path = ROOT / "notebooks" / f"{name}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
-    out = {}
-    for cell in nb.cells:
-        for o in cell.get("outputs", []):
-            key = o.get("metadata", {}).get("scrapbook", {}).get("name")
-            if key:
-                out[key] = o["data"]["application/papermill.record/text/plain"].strip("'\"")
-    keys = [k.split(":")[0] for c in nb.cells if c["cell_type"] == "markdown"
-            for k in re.findall(r"\{glue:text\}`([^`]+)`", c["source"])]
+    out = executed_glue(name)
+    markdown = out.pop("__markdown__")
+    keys = [k.split(":")[0] for k in re.findall(r"\{glue:text\}`([^`]+)`", markdown)]
     missing = [k for k in keys if k not in out]
     assert not missing, f"{name}: glued nowhere: {missing}"
     return {k: out[k] for k in keys}
