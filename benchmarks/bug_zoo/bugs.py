@@ -503,4 +503,9 @@ BUGS = [
          replace='tail = ", not zero"',
          shows="07: the Ex launches under the cap 'read 0%, not zero' on a set where some read zero",
          tests=[IND + "test_occupancy_page.py"]),
+    dict(id="pinned-cost-busy-not-loop", file="helpers/views/prose.py", cls="column", chapter="08",
+         find='f"every call as its code does: about {t.wall_us - a.wall_us:,.1f} µs per call',
+         replace='f"every call as its code does: about {t.busy_us - a.busy_us:,.1f} µs per call',
+         shows="08: the price of entering sdpa_kernel(...) per call read from the GPU's busy times, not the loops'",
+         tests=[IND + "test_timer_verdicts.py"]),
 ]

@@ -167,3 +167,46 @@ def glue_async(prof: Profile, prefix: str | None = None) -> dict:
     for key, value in values.items():
         glue(f"{prefix}_{key}", value)
     return values
+
+
+def glue_pinned_cost(profiles: dict) -> dict:
+    """Glue `timer_pinned`: what entering sdpa_kernel(...) on every call costs a loop. A pinned
+    stage's code enters the context manager inside each call, and the caller's timer times that
+    code as it is; the dispatched stage (nothing pinned) runs the same kernels as the pinned stage
+    SDPA picks, so where their kernel names match, the two loops differ by that line alone.
+    One sentence for: no dispatched or untimed stage, no pinned twin, a difference inside the
+    loops' spreads, a pinned loop dearer, and a pinned loop cheaper."""
+    from ..core.bound import of_call
+    from ..core.stages import PINNED_BACKENDS, STAGES
+
+    def names(name: str) -> tuple[str, ...]:
+        p = profiles[name]
+        return tuple(p.kernels(p.forward_step)["name"])
+
+    auto = next((n for n in profiles if STAGES.get(n) is not None and STAGES[n].dispatched), None)
+    twins = [] if auto is None else [n for n in PINNED_BACKENDS if n in profiles and names(n) == names(auto)]
+    timed = {n: of_call(profiles[n].summary()) for n in ([auto] + twins if auto else [])}
+    if auto is None or not twins:
+        text = ("Here no pinned stage runs the very kernels that SDPA picks by itself, so this recording cannot "
+                "separate what entering sdpa_kernel(...) costs from a different kernel's time.")
+    elif any(b is None for b in timed.values()):
+        text = ("Without the caller's timer for both, this recording cannot price entering sdpa_kernel(...) "
+                "on every call.")
+    else:
+        twin, a = twins[0], timed[auto]
+        t = timed[twin]
+        both = (f"{auto} launches the same kernels as {twin}, with nothing pinned: its loop pays "
+                f"{a.wall_us:,.1f} µs per call ({a.spread_text}), {twin}'s {t.wall_us:,.1f} µs ({t.spread_text}).")
+        overlap = t.spread[0] <= a.spread[1] and a.spread[0] <= t.spread[1]
+        if overlap:
+            text = (f"{both} The two spreads overlap: entering sdpa_kernel(...) on every call, as {twin}'s code does, "
+                    "costs nothing this timer can see here.")
+        elif t.wall_us > a.wall_us:
+            text = (f"{both} The one line the two loops do not share is {twin}'s `with sdpa_kernel(...)`, entered on "
+                    f"every call as its code does: about {t.wall_us - a.wall_us:,.1f} µs per call on this host. Pin a "
+                    "backend once, outside the loop, and a caller does not pay it.")
+        else:
+            text = (f"{both} Here the pinned loop is the cheaper by {a.wall_us - t.wall_us:,.1f} µs per call: "
+                    f"choosing a backend at each call costs {auto} more than entering sdpa_kernel(...) costs {twin}.")
+    glue("timer_pinned", text)
+    return {"pinned": text}

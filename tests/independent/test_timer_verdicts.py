@@ -222,3 +222,37 @@ def test_one_calls_bound_sentence_is_the_raw_rule(recording):
             continue
         assert text.endswith(": " + expected(rec)), stage
         assert f"pays {median(rec['loop_us']):,.1f} µs per call" in text and f"busy {rec['busy_us']:,.1f} µs" in text
+
+
+def test_the_pinned_context_sentence_is_the_raw_loops_difference(recording):
+    """08's sentence on entering sdpa_kernel(...) per call: the dispatched stage against the pinned
+    stage whose raw GPU events carry the very same names, their loops' medians and spreads from
+    timers.json read raw, and which of the five forms applies."""
+    from helpers.core.stages import STAGES
+    folder, doc, profiles = recording
+    text = prose.glue_pinned_cost(profiles)["pinned"]
+
+    def gpu_names(stage):
+        return [e["name"] for e in raw.forward(folder / f"{stage}__{raw.DEFAULT}.json.gz").gpu]
+
+    auto = [s for s in profiles if STAGES[s].dispatched]
+    twins = [s for s in STAGES if STAGES[s].sdpa_backend and s in profiles and auto
+             and gpu_names(s) == gpu_names(auto[0])]
+    if not auto or not twins:
+        assert text.startswith("Here no pinned stage runs the very kernels")
+        return
+    recs = {s: doc["forwards"].get(f"{s}__{raw.DEFAULT}") for s in (auto[0], twins[0])}
+    if any(not r or not r.get("loop_us") for r in recs.values()):
+        assert text.startswith("Without the caller's timer")
+        return
+    a, t = recs[auto[0]]["loop_us"], recs[twins[0]]["loop_us"]
+    assert f"{auto[0]} launches the same kernels as {twins[0]}" in text
+    assert f"its loop pays {median(a):,.1f} µs per call ({min(a):,.1f}–{max(a):,.1f} µs" in text
+    assert f"{twins[0]}'s {median(t):,.1f} µs ({min(t):,.1f}–{max(t):,.1f} µs" in text
+    if min(t) <= max(a) and min(a) <= max(t):
+        assert "costs nothing this timer can see" in text
+    elif median(t) > median(a):
+        assert f"about {median(t) - median(a):,.1f} µs per call on this host" in text
+    else:
+        assert f"the pinned loop is the cheaper by {median(a) - median(t):,.1f} µs per call" in text
+    assert "nan" not in text.lower() and "none" not in text.lower()
