@@ -66,3 +66,106 @@ def test_load_stages_banner_does_not_name_one_gpu_for_all(t4, capsys):
     modes.load_stages(["naive", "sdpa_flash"], mode="auto")
     out = capsys.readouterr().out
     assert "live on Tesla T4 (fake)" in out and "recorded on NVIDIA H200" in out
+
+
+# --- every view that sets stages side by side marks the one measured on another GPU --------------
+#
+# The mark is measured_on's, spelled here: "recorded on NVIDIA H200, not on Tesla T4 (fake)". A
+# page of one GPU (all live on the T4, or all replayed from the H200's set) carries none of it.
+
+MARK = f"recorded on NVIDIA H200, not on {T4}"
+FALLEN = "sdpa_flash"
+
+
+def _pages(t4):
+    """(the mixed page's profiles, the all-live page's, the all-replay page's)."""
+    mixed = helpers.Session().stages(["naive", FALLEN, "flex"])
+    live = helpers.Session().stages(["naive", "flex"])
+    replayed = helpers.Session(mode="replay").stages(["naive", FALLEN, "flex"])
+    return mixed, live, replayed
+
+
+def _stage_tables(profiles):
+    from helpers.chapters import claims
+    from helpers.views import tables
+    return {"summary": tables.summary_table(list(profiles.values())),
+            "at a glance": tables.at_a_glance(profiles, claims.revealed(profiles)),
+            "timer": tables.timer_agreement(profiles)}
+
+
+def test_every_table_row_of_the_fallen_back_stage_carries_the_mark(t4):
+    mixed, live, replayed = _pages(t4)
+    for name, table in _stage_tables(mixed).items():
+        assert table.loc[FALLEN, "measured on"] == MARK, name
+        for other in ("naive", "flex"):
+            assert table.loc[other, "measured on"] == f"live on {T4}", name
+        assert "Two GPUs" in table.attrs["caption"], name
+    for page in (live, replayed):
+        for name, table in _stage_tables(page).items():
+            assert "measured on" not in table.columns, name
+            assert "Two GPUs" not in table.attrs.get("caption", ""), name
+
+
+def _bars(fig):
+    """(stage, trace) for every bar or point a figure draws per stage."""
+    return [(str(x), trace) for trace in fig.data if trace.x is not None for x in trace.x if x is not None]
+
+
+def _charts(profiles):
+    from helpers.views import charts
+    listed = list(profiles.values())
+    return {"GPU events": charts.gpu_events_per_forward(listed), "GPU and CPU time": charts.gpu_and_cpu_time(listed)}
+
+
+def test_every_chart_bar_of_the_fallen_back_stage_is_hatched_and_named(t4):
+    mixed, live, replayed = _pages(t4)
+    for name, fig in _charts(mixed).items():
+        drawn = _bars(fig)
+        assert {s for s, _ in drawn} == {"naive", FALLEN, "flex"}, name
+        for stage, trace in drawn:
+            hatched = trace.marker.pattern is not None and trace.marker.pattern.shape == "/"
+            if stage == FALLEN:
+                assert hatched and MARK in trace.name and MARK in trace.hovertemplate, (name, trace.name)
+                assert trace.showlegend is not False, name     # its legend entry says where
+            else:
+                assert not hatched and "recorded on" not in (trace.name or ""), (name, trace.name)
+        assert "Two GPUs" in fig.layout.title.text or MARK.split(",")[0] in fig.layout.title.text.replace("<br>", " ")
+    for page in (live, replayed):
+        for name, fig in _charts(page).items():
+            for stage, trace in _bars(fig):
+                assert trace.marker.pattern is None or not trace.marker.pattern.shape, name
+                assert "not on" not in (trace.name or "") and "not on" not in (trace.hovertemplate or ""), name
+
+
+def test_the_sweep_lines_dash_the_fallen_back_stage(t4):
+    from helpers.views import charts
+    sweep = helpers.Session().sweep(["naive", FALLEN], [helpers.DEFAULT_SHAPE])
+    assert list(sweep.loc[sweep["stage"] == FALLEN, "elsewhere"]) == [MARK]
+    assert list(sweep.loc[sweep["stage"] == "naive", "elsewhere"]) == [""]
+    fig = charts.sweep_lines(sweep)
+    for trace in fig.data:
+        if FALLEN in trace.name:
+            assert MARK in trace.name and trace.line.dash == "dash" and MARK in trace.hovertemplate
+        else:
+            assert "not on" not in trace.name and trace.line.dash is None
+    one = charts.sweep_lines(helpers.Session(mode="replay").sweep(["naive", FALLEN], [helpers.DEFAULT_SHAPE]))
+    assert not any("not on" in t.name or t.line.dash for t in one.data)
+
+
+def _speed(questions):
+    (key,) = [q.key for q in questions.questions if q.key["type"] == "choice"]
+    return key
+
+
+def test_a_speed_guess_across_two_gpus_says_so_before_and_after(t4):
+    from helpers.views import guess
+    mixed, live, replayed = _pages(t4)
+    for now, before in (("flex", FALLEN), (FALLEN, "naive")):
+        key = _speed(guess.stage_questions(mixed[now], mixed[before]))
+        assert MARK in key["question"] and "Two GPUs" in key["question"], key["question"]
+        assert MARK in key["answerText"], key["answerText"]          # what the reveal shows
+        shown = guess.stage_questions(mixed[now], mixed[before]).to_html()
+        assert MARK in shown
+    for page, (now, before) in ((live, ("flex", "naive")), (replayed, ("flex", FALLEN))):
+        key = _speed(guess.stage_questions(page[now], page[before]))
+        assert "Two GPUs" not in key["question"] and "not on" not in key["answerText"]

@@ -36,6 +36,8 @@ OCC_T = ZOO_T + ["tests/test_occupancy_views.py", "tests/test_hardware_views.py"
 CF_T = ZOO_T + ["tests/test_compiled_flex.py", "tests/test_page_verdicts_raw.py"]
 # the caller's timer (issue 38): the independent recomputation from timers.json, and the rule's own tests
 TIMER_T = ["tests/independent/test_timer_verdicts.py", "tests/test_bound.py"]
+# live on a faked T4 with flash fallen back to the H200's recording (issue 38)
+MIXGPU_T = ["tests/test_live_fallback_gpus.py"]
 
 # the lists of the twelve bugs re-anchored on 2026-12-05 (their code moved): the guards, the
 # suite's files on that figure, and tests/independent/ (plain recomputations from the recordings)
@@ -503,4 +505,23 @@ BUGS = [
          replace='tail = ", not zero"',
          shows="07: the Ex launches under the cap 'read 0%, not zero' on a set where some read zero",
          tests=[IND + "test_occupancy_page.py"]),
+    # --- live on a GPU that cannot run a stage: the stage of another GPU marked in every view ------
+    dict(id="mixgpu-table-mark-dropped", file="helpers/views/tables.py", cls="column", chapter="01-08",
+         find='    column = measured_column(profiles)\n    if column is None:',
+         replace='    column = None\n    if column is None:',
+         shows="live on a T4: 08's at-a-glance row of flash (the H200's recording) reads as if measured on the T4",
+         tests=MIXGPU_T),
+    dict(id="mixgpu-chart-unhatched", file=VC, cls="column", chapter="01-06c",
+         find='    return dict(color=color, pattern=dict(shape=ELSEWHERE_PATTERN)) if mark else dict(color=color)',
+         replace='    return dict(color=color)',
+         shows="live on a T4: the GPU and CPU time chart draws flash's H200 bars like the T4's",
+         tests=MIXGPU_T),
+    dict(id="mixgpu-guess-one-gpu", file=GP, cls="sentence", chapter="02-06c",
+         find='    marked = marks(pair)\n', replace='    marked = {}\n',
+         shows="live on a T4: 'faster than sdpa_flash?' judged against the H200's recording, no word of two GPUs",
+         tests=MIXGPU_T),
+    dict(id="mixgpu-sweep-mark-dropped", file="helpers/core/sweep.py", cls="column", chapter="08",
+         find='"elsewhere": marked.get((stage, shape), "")}', replace='"elsewhere": ""}',
+         shows="live on a T4: 08's sweep draws flash's H200 line beside the T4's as one GPU's",
+         tests=MIXGPU_T),
 ]

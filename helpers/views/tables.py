@@ -5,6 +5,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from ..core.measured_on import caption_note, measured_column
 from ..core.bound import BUSY_TIMERS, BUSY_TRACE, LINE, NO_TIMER, of_call, words
 from ..core.names import decode
 from ..core.profile import Profile
@@ -12,6 +13,24 @@ from ..core.stages import DEFAULT_SHAPE, STAGES, get_stage
 from ..core.article import reference_columns
 from .verdicts import Verdict
 
+MEASURED_ON = "measured on"   # the column a table of stages from two GPUs gains (measured_on.measured_column)
+
+
+def mark_gpus(frame: pd.DataFrame, profiles) -> pd.DataFrame:
+    """`frame` (one row per stage: indexed by stage, or with a "stage" column) with a first
+    "measured on" column and a caption sentence where its stages come from two GPUs (live, a stage
+    this GPU cannot run is another GPU's recording); unchanged on one GPU. Every table that sets
+    stages side by side goes through here, so a row of another GPU always says so."""
+    column = measured_column(profiles)
+    if column is None:
+        return frame
+    out = frame.copy()
+    stages = out.index if "stage" not in out.columns else out["stage"]
+    out.insert(0, MEASURED_ON, [column.get(str(s), "") for s in stages])
+    out.attrs = dict(frame.attrs)
+    note = caption_note(profiles)
+    out.attrs["caption"] = f"{frame.attrs['caption']} {note}" if frame.attrs.get("caption") else note
+    return out
 
 
 def kernel_table(prof: Profile, step: int | None = None, occupancy: bool = False) -> pd.DataFrame:
@@ -62,7 +81,7 @@ def summary_table(profiles: Sequence[Profile]) -> pd.DataFrame:
                      "GPU µs": round(s["gpu_time_us"], 1), "CPU µs": round(s["cpu_time_us"], 1),
                      "do_bench µs": None if s["do_bench_us"] is None else round(s["do_bench_us"], 1),
                      "aten ops": s["aten_ops"]})
-    return pd.DataFrame(rows).set_index("stage")
+    return mark_gpus(pd.DataFrame(rows).set_index("stage"), profiles)
 
 
 def stage_lesson(stage: str, revealed: dict[str, list[Verdict]]) -> Verdict | None:
@@ -97,7 +116,7 @@ def at_a_glance(profiles: dict, revealed: dict[str, list[Verdict]]) -> pd.DataFr
     frame.attrs = {"expand": {"verdict from the trace": "every verdict"},
                    "caption": f"Measured: {'; '.join(where)}. GPU and CPU time of one forward (the last "
                               f"profiled step); the CPU time includes the profiler's own overhead."}
-    return frame
+    return mark_gpus(frame, profiles)
 
 
 def decoded_fields(prof: Profile, step: int | None = None) -> pd.DataFrame:
@@ -155,4 +174,4 @@ def timer_agreement(profiles: dict) -> pd.DataFrame:
         caption += (f" No verdict for {', '.join(untimed)}: the caller's timer did not time "
                     f"{'it' if len(untimed) == 1 else 'them'}; do_bench's figure decides nothing.")
     frame.attrs = {"caption": caption}
-    return frame
+    return mark_gpus(frame, profiles)
