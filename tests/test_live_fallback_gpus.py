@@ -21,10 +21,14 @@ T4 = "Tesla T4 (fake)"
 
 @pytest.fixture
 def t4(monkeypatch, tmp_path):
-    def capture(stage, shape=helpers.DEFAULT_SHAPE, **_):
+    def capture(stage, shape=helpers.DEFAULT_SHAPE, training=False, **_):
         if stage == "sdpa_flash":
             raise StageUnavailable("FlashAttention-2 needs an Ampere-or-newer GPU and fp16/bf16.")
-        recorded = helpers.Profile.load(trace_path(stage), mode="live")
+        if training:   # the training step's recording, as the T4's
+            from helpers.training.sources_modes import load_step
+            recorded = load_step(stage, shape)
+        else:
+            recorded = helpers.Profile.load(trace_path(stage), mode="live")
         prov = dataclasses.replace(recorded.provenance, gpu=T4, capability="7.5", sm_count=40, mode="live")
         return helpers.Profile(recorded.events, prov, None)
 
@@ -169,3 +173,86 @@ def test_a_speed_guess_across_two_gpus_says_so_before_and_after(t4):
     for page, (now, before) in ((live, ("flex", "naive")), (replayed, ("flex", FALLEN))):
         key = _speed(guess.stage_questions(page[now], page[before]))
         assert "Two GPUs" not in key["question"] and "not on" not in key["answerText"]
+
+
+# --- the chapters' tables and charts: the same mark, through tables.mark_gpus ---------------------
+
+def _table_marks(table, stages_of_rows=True):
+    """The mark each way a chapter's table can carry it: the fallen-back stage's row of a "measured
+    on" column, or a column of its own whose label names it. Returns the texts that carry the mark
+    and those that must not."""
+    if "measured on" in table.columns:
+        by_stage = table["measured on"].copy()
+        if "stage" in table.columns:
+            by_stage.index = table["stage"]
+        return [by_stage[FALLEN]], [v for k, v in by_stage.items() if k != FALLEN]
+    own = [str(c) for c in table.columns if FALLEN in str(c)]
+    return own, [str(c) for c in table.columns if FALLEN not in str(c)]
+
+
+def _chapter_tables(forwards, trainings):
+    from helpers.chapters import claims, compiled, flex, occupancy_lessons
+    from helpers import training
+    two = {k: forwards[k] for k in (FALLEN, "flex")}
+    return {"05 hbm_traffic": claims.hbm_traffic(forwards),
+            "06 cpu_time_split": claims.cpu_time_split({k: forwards[k] for k in (FALLEN, "sdpa_cudnn")}),
+            "06b forward_memory": compiled.forward_memory(forwards),
+            "06b cpu_compare": compiled.cpu_compare(forwards),
+            "06c first_call": compiled.first_call(forwards["flex"], forwards[FALLEN]),
+            "06c against_flash": flex.against_flash(forwards["flex"], forwards[FALLEN]),
+            "06c call_gap": flex.call_gap(two),
+            # the T4 is faked from the H200's recordings: only naive's kernels fit an sm 7.5 SM
+            "07 low_occupancy": occupancy_lessons.low_occupancy(forwards, stages=("naive", FALLEN)),
+            "11 phases": training.phases_table(trainings),
+            "11 held": training.held_table(trainings),
+            "11 timer": training.timer_table(trainings)}
+
+
+def _forwards_and_trainings(session):
+    forwards = session.stages(["naive", FALLEN, "sdpa_cudnn", "flex"])
+    trainings = session.training(["naive", FALLEN, "sdpa_cudnn"])
+    return forwards, trainings
+
+
+def test_every_chapter_table_marks_the_fallen_back_stage(t4):
+    forwards, trainings = _forwards_and_trainings(helpers.Session())
+    assert trainings[FALLEN].provenance.gpu == "NVIDIA H200" and trainings["naive"].provenance.gpu == T4
+    for name, table in _chapter_tables(forwards, trainings).items():
+        carries, others = _table_marks(table)
+        assert carries and all(MARK in c for c in carries), (name, carries)
+        assert not any("not on" in str(o) for o in others), (name, others)
+        assert "Two GPUs" in table.attrs.get("caption", ""), name
+    replayed = _forwards_and_trainings(helpers.Session(mode="replay"))
+    for name, table in _chapter_tables(*replayed).items():
+        assert "measured on" not in table.columns and not any("not on" in str(c) for c in table.columns), name
+        assert "Two GPUs" not in table.attrs.get("caption", ""), name
+
+
+def _hatched(trace, i):
+    shape = trace.marker.pattern.shape if trace.marker.pattern is not None else None
+    return (shape[i] if isinstance(shape, (list, tuple)) else shape) == "/"
+
+
+def test_the_chapters_charts_hatch_the_fallen_back_stage(t4):
+    from helpers import occupancy_charts, training
+    forwards, trainings = _forwards_and_trainings(helpers.Session())
+    kinds = training.kind_chart(trainings)
+    # the faked T4's kernels are the H200's (their shared memory fits no sm 7.5 SM): the occupancy
+    # chart gets naive named as the T4's, its capability left at the recording's
+    naive = helpers.Profile(forwards["naive"].events, dataclasses.replace(
+        helpers.Session(mode="replay").stage("naive", quiet=True).provenance, gpu=T4, mode="live"), None)
+    occupancy = occupancy_charts.stage_occupancy([naive, forwards[FALLEN]])
+    for fig, label_of in ((kinds, lambda t, i: t.y[i]), (occupancy, lambda t, i: t.x[i])):
+        bars = [t for t in fig.data if t.type == "bar"]
+        assert bars
+        for trace in bars:
+            for i in range(len(trace.x)):
+                assert _hatched(trace, i) == str(label_of(trace, i)).startswith(FALLEN), (trace.name, label_of(trace, i))
+                if str(label_of(trace, i)).startswith(FALLEN):
+                    assert MARK in str(trace.customdata[i][-1] if isinstance(trace.customdata[i], (list, tuple))
+                                       else trace.customdata[i])
+        assert MARK in fig.layout.title.text.replace("<br>", " ").replace("<sup>", "").replace("</sup>", "")
+    f, tr = _forwards_and_trainings(helpers.Session(mode="replay"))
+    for fig in (training.kind_chart(tr), occupancy_charts.stage_occupancy([f[s] for s in ("naive", FALLEN)])):
+        assert not any(t.type == "bar" and t.marker.pattern is not None and t.marker.pattern.shape for t in fig.data)
+        assert "not on" not in fig.layout.title.text

@@ -11,6 +11,7 @@ from ..core.bound import later_calls
 from ..core.profile import Profile
 from ..core.article import A100_MATH_OVER_INPLACE, A100_REFERENCE
 from ..core.stages import STAGES
+from ..views.tables import mark_gpus
 from ..views.verdicts import VERDICTS, Verdict, table, verdict
 
 Profiles = Mapping[str, Profile]
@@ -176,7 +177,7 @@ def hbm_traffic(profiles: Profiles) -> pd.DataFrame:
             rows.append({"stage": name, "score passes": 0, "score bytes": 0, "q, k, v, out bytes": qkvo})
     frame = pd.DataFrame(rows).set_index("stage")
     frame["total MB"] = ((frame["score bytes"] + frame["q, k, v, out bytes"]) / 1e6).round(1)
-    return frame
+    return mark_gpus(frame, profiles)
 
 
 def no_transposes(cudnn: Profile, others: list[Profile]) -> Verdict:
@@ -266,7 +267,7 @@ def cpu_time_split(profiles: Profiles) -> pd.DataFrame:
                               "transposes (aten::transpose, aten::as_strided); allocations; the backend's "
                               "aten::_*_attention_forward. Each CUDA runtime or driver call (a launch, a memset, a "
                               "function attribute) has its own row. The rows sum to attn_fwd."}
-    return frame
+    return mark_gpus(frame, profiles)
 
 
 def cpu_difference(lighter: Profile, heavier: Profile, top: int = 3) -> str:

@@ -16,6 +16,7 @@ from ..core import inductor
 from ..core.bound import later_calls, of_call
 from ..core.names import decode
 from ..core.profile import Profile
+from ..views.tables import mark_gpus
 from ..views.prose import glue
 from ..views.verdicts import Verdict, table, verdict
 
@@ -191,7 +192,7 @@ def gemms(compiled: Profile, naive: Profile) -> pd.DataFrame:
             "same launch?": "same" if both and all(str(ra[c]) == str(rb[c]) for c in launch) else "differs",
             f"{naive.stage} µs": None if ra is None else round(float(ra["dur_us"]), 1),
             f"{compiled.stage} µs": None if rb is None else round(float(rb["dur_us"]), 1)})
-    return pd.DataFrame(out).set_index("gemm")
+    return mark_gpus(pd.DataFrame(out).set_index("gemm"), [naive, compiled])
 
 
 def layer_of(name: str) -> str:
@@ -224,7 +225,7 @@ def cpu_compare(profiles: dict[str, Profile]) -> pd.DataFrame:
                      "GPU µs": round(float(s["gpu_time_us"]), 1),
                      "loop µs per call": None if of_call(s) is None else round(of_call(s).wall_us, 1),
                      "do_bench µs per call": None if s["do_bench_us"] is None else round(float(s["do_bench_us"]), 1)})
-    return pd.DataFrame(rows).set_index("stage")
+    return mark_gpus(pd.DataFrame(rows).set_index("stage"), profiles)
 
 
 def forward_memory(profiles: dict[str, Profile]) -> pd.DataFrame:
@@ -243,7 +244,7 @@ def forward_memory(profiles: dict[str, Profile]) -> pd.DataFrame:
                      "the forward needed (MiB)": None if need is None else round(need / 2**20, 1),
                      "in score matrices": None if need is None else round(need / scores, 2),
                      "measured": f"{prof.mode} on {prof.provenance.gpu}"})
-    return pd.DataFrame(rows).set_index("stage")
+    return mark_gpus(pd.DataFrame(rows).set_index("stage"), profiles)
 
 
 def _dtype_bytes(dtype: str) -> int:
@@ -270,7 +271,8 @@ def first_call(compiled: Profile, naive: Profile | None = None) -> pd.DataFrame:
                      "a later call (µs)": None if call is None else round(call, 1),
                      "first call / later call": None if first is None or not call else round(first * 1e6 / call),
                      "timed by": by, "measured": f"{prof.mode} on {prof.provenance.gpu}"})
-    return pd.DataFrame(rows).set_index("stage")
+    # two GPUs: the "measured on" column's mark names the one of another GPU (mark_gpus)
+    return mark_gpus(pd.DataFrame(rows).set_index("stage"), shown)
 
 
 def payoff_calls(compiled: Profile, naive: Profile) -> int | None:

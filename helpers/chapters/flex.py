@@ -22,6 +22,7 @@ from ..core import inductor
 from ..core.names import decode
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, SLIDING_WINDOW, STAGES, Shape, get_stage, stages_where
+from ..views.tables import mark_gpus
 from ..views.charts import KIND_COLORS, MUTED, _title
 from .compiled import cpu_layers, generated_code
 from ..core.bound import (ABOUT_THE_SAME, CPU, EVEN, GPU, LINE, NO_TIMER, NO_TIMER_WORDS, SAME_WITHIN, WORDS,
@@ -176,7 +177,7 @@ def against_flash(flex: Profile, flash: Profile) -> pd.DataFrame:
         }
     frame = pd.DataFrame(columns).astype(str)
     frame.index.name = "field"
-    return frame
+    return mark_gpus(frame, [flex, flash])
 
 
 # --- the gap between the kernel and the call -----------------------------------------------------
@@ -207,7 +208,7 @@ def call_gap(profiles: dict[str, Profile]) -> pd.DataFrame:
     frame = pd.DataFrame(rows).set_index("stage")
     if (frame["bound"] == NO_TIMER_WORDS).any():
         frame.attrs["caption"] = _cap(NO_TIMER) + "."
-    return frame
+    return mark_gpus(frame, profiles)
 
 
 def cpu_share(prof: Profile) -> pd.DataFrame:

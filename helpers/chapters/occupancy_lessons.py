@@ -18,6 +18,7 @@ import math
 
 import pandas as pd
 
+from ..views.tables import mark_gpus
 from ..views.prose import glue
 from ..core.profile import Profile
 from ..core import quantities as q
@@ -365,7 +366,7 @@ def low_occupancy(profiles: dict[str, Profile], stages=stages_where(ncu_swept=Tr
             "its warps per SM": s["active_warps"], "register file in use %":
                 round(s["regs_in_use_pct"], 1), "shared memory in use %":
                 round(s["smem_in_use_pct"], 1), "regs/thread": s["registers"]})
-    return pd.DataFrame(rows).set_index("stage")
+    return mark_gpus(pd.DataFrame(rows).set_index("stage"), {r["stage"]: profiles[r["stage"]] for r in rows})
 
 
 def glue_low_occupancy(profiles: dict[str, Profile]) -> dict:

@@ -81,3 +81,12 @@ def caption_note(profiles: Mapping[str, Profile | None] | Sequence[Profile]) -> 
         return ""
     return (f"Two GPUs: {sides(given)}; a gap between stages of different GPUs is partly the GPUs' own, "
             f"not the stages'.")
+
+
+def hatched_note(profiles: Mapping[str, Profile | None] | Sequence[Profile], drawn: str = "hatched") -> str:
+    """A chart subtitle's words for its marked stages: "hatched: sdpa_flash, recorded on NVIDIA
+    H200, not on Tesla T4" (one clause per other GPU); "" on one GPU."""
+    by_mark: dict[str, list[str]] = {}
+    for name, mark in marks(profiles).items():
+        by_mark.setdefault(mark, []).append(str(name))
+    return "; ".join(f"{drawn}: {', '.join(names)}, {mark}" for mark, names in by_mark.items())

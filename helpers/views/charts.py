@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.io.base_renderers import ColabRenderer, MimetypeRenderer, PlotlyRenderer
 
-from ..core.measured_on import as_profiles, caption_note, marks, mixed, sides
+from ..core.measured_on import hatched_note, marks
 from ..core.profile import Profile
 
 from ..core.palette import KIND_COLORS, MUTED, SERIES_COLORS  # noqa: F401  (the book's one palette)
@@ -359,8 +359,8 @@ def _marked_name(label: str, mark: str) -> str:
 
 
 def _subtitle_gpus(profiles: Sequence[Profile], fallback: str) -> str:
-    """The subtitle's source: one GPU's line, or (two GPUs) which stage ran where."""
-    return f"hatched: {sides(as_profiles(profiles))}" if mixed(as_profiles(profiles)) else fallback
+    """The subtitle's source: one GPU's line, or (two GPUs) which stages are hatched and where they ran."""
+    return hatched_note(profiles) or fallback
 
 
 def gpu_events_per_forward(profiles: Sequence[Profile]) -> go.Figure:
@@ -396,9 +396,9 @@ def gpu_and_cpu_time(profiles: Sequence[Profile]) -> go.Figure:
     regions = set(prof.annotation for prof in profiles)
     cpu = (f"the {regions.pop()} annotation" if len(regions) == 1 and None not in regions
            else "each profile's annotation (or its whole step)")
-    note = caption_note(profiles)
+    note = hatched_note(profiles)
     return _title(fig, "GPU time and CPU time per forward",
-                  f"GPU: sum of the forward's GPU events · CPU: {cpu}" + (f" · hatched: {note}" if note else ""))
+                  f"GPU: sum of the forward's GPU events · CPU: {cpu}" + (f" · {note}" if note else ""))
 
 
 # the timeline draws at most this many bars per kind of lane (CPU ops, launches, GPU events);
@@ -592,5 +592,5 @@ def sweep_lines(table: pd.DataFrame, x: str = "seq", y: str = "gpu_time_us") -> 
     fig.update_layout(xaxis_title=x, yaxis_title="GPU µs per forward", yaxis_type="log", height=420)
     subtitle = "log scale; each point is one profiled shape"
     if marked:
-        subtitle += f" · dashed: {', '.join(marked)}, measured on another GPU"
+        subtitle += f" · dashed: {', '.join(marked)}, measured on another GPU (its legend entry says which)"
     return _title(fig, f"GPU time per forward against {x}", subtitle)

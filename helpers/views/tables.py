@@ -1,11 +1,12 @@
 """The tables a reader sees: one forward's kernels, ops and per-stage summaries."""
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import pandas as pd
 
-from ..core.measured_on import caption_note, measured_column
+from ..core.measured_on import as_profiles, caption_note, marks, measured_column
 from ..core.bound import BUSY_TIMERS, BUSY_TRACE, LINE, NO_TIMER, of_call, words
 from ..core.names import decode
 from ..core.profile import Profile
@@ -17,18 +18,26 @@ MEASURED_ON = "measured on"   # the column a table of stages from two GPUs gains
 
 
 def mark_gpus(frame: pd.DataFrame, profiles) -> pd.DataFrame:
-    """`frame` (one row per stage: indexed by stage, or with a "stage" column) with a first
-    "measured on" column and a caption sentence where its stages come from two GPUs (live, a stage
-    this GPU cannot run is another GPU's recording); unchanged on one GPU. Every table that sets
-    stages side by side goes through here, so a row of another GPU always says so."""
-    column = measured_column(profiles)
+    """`frame` with its stages of another GPU marked, where its stages come from two GPUs (live, a
+    stage this GPU cannot run is another GPU's recording); unchanged on one GPU. A table of one row
+    per stage (indexed by stage, or with a "stage" column) gains a first "measured on" column; a
+    table of one column per stage ("sdpa_flash µs", "kernel in naive") has each such column's label
+    end in its mark. The caption says which ran where. Every table that sets stages side by side
+    goes through here, so a figure of another GPU always says so."""
+    given = as_profiles(profiles)
+    column = measured_column(given)
     if column is None:
         return frame
     out = frame.copy()
-    stages = out.index if "stage" not in out.columns else out["stage"]
-    out.insert(0, MEASURED_ON, [column.get(str(s), "") for s in stages])
+    stages = [str(s) for s in (out["stage"] if "stage" in out.columns else out.index)]
+    if any(s in column for s in stages):
+        out.insert(0, MEASURED_ON, [column.get(s, "") for s in stages])
+    else:
+        marked = marks(given)
+        out = out.rename(columns=lambda c: next((f"{c} ({m})" for name, m in marked.items()
+                                                 if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", str(c))), c))
     out.attrs = dict(frame.attrs)
-    note = caption_note(profiles)
+    note = caption_note(given)
     out.attrs["caption"] = f"{frame.attrs['caption']} {note}" if frame.attrs.get("caption") else note
     return out
 
