@@ -16,6 +16,7 @@ from ..core import inductor
 from ..core.bound import later_calls, of_call
 from ..core.names import decode
 from ..core.profile import Profile
+from ..core.wording import sentence_for
 from ..views.tables import mark_gpus
 from ..views.prose import glue
 from ..views.verdicts import Verdict, table, verdict
@@ -356,8 +357,10 @@ def verdict_list(compiled: Profile, naive: Profile) -> list[Verdict]:
     wanted = ("mul", "masked_fill", "_softmax")
     out.append(Verdict(
         "scale, mask and softmax fuse into one Triton kernel between the two matmuls",
-        f"{len(between_kernels)} kernel{'' if len(between_kernels) == 1 else 's'} between the gemms: "
-        + (", ".join(between_kernels["name"]) or "none") + (f"; its name lists {', '.join(ops)}" if ops else ""),
+        # kernel names hold commas of their own: listed one after the other, the count alone for none
+        f"{len(between_kernels)} kernel{'' if len(between_kernels) == 1 else 's'} between the gemms"
+        + (f": {', '.join(between_kernels['name'])}" if len(between_kernels) else "")
+        + (f"; its name lists {', '.join(ops)}" if ops else ""),
         len(between_kernels) == 1 and len(triton) == 1 and all(o in ops for o in wanted),
         f"{len(between_kernels)} kernels between the gemms"
         + (f", missing {', '.join(o for o in wanted if o not in ops)}" if len(triton) else ", none from Triton")))
@@ -377,8 +380,9 @@ def verdict_list(compiled: Profile, naive: Profile) -> list[Verdict]:
     masking = sorted({o for o in compiled.cpu_ops()["name"] if o.startswith("aten::masked_fill")})
     out.append(Verdict(
         "the Memcpy is gone without masked_fill_: the fused kernel masks as it reads",
-        f"{mc} memcpy per forward here, {mn} in {naive.stage}; masking ops on the CPU lane: "
-        + (", ".join(masking) or "none"),
+        f"{mc} memcpy per forward here, {mn} in {naive.stage}; "
+        + sentence_for(masking, none="no masking op on the CPU lane", one="masking op on the CPU lane: {name}",
+                       several="masking ops on the CPU lane: {names}"),
         mc == 0 and mn > 0 and not masking,
         f"{mc} memcpy remain" if mc else f"{naive.stage} had no memcpy either" if not mn else "a masked_fill op runs"))
 

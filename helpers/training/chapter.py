@@ -123,7 +123,7 @@ def held_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
                      "seq×seq tensors saved": len({s.get("storage", i) for i, s in enumerate(sxs)}) if not t.get("hooks_error") else None,
                      "saved tensors (shape dtype)": "; ".join(
                          f"{'×'.join(map(str, s['shape'])) or 'scalar'} {s['dtype']}" for s in saved) or
-                     ("not visible to saved_tensors_hooks" if t.get("hooks_error") else "none"),
+                     ("not visible to saved_tensors_hooks" if t.get("hooks_error") else "nothing beyond the inputs"),
                      "one S×S bf16 MiB": round(score_bytes(shape) / MIB, 1),
                      "logsumexp fp32 MiB": round(lse_bytes(shape) / MIB, 2)})
     return mark_gpus(pd.DataFrame(rows), profiles)
