@@ -261,7 +261,7 @@ def hardware(request):
     c = s.counters(stages, sweep=s.ncu_shapes("sdpa_flash"), sweep_stages=roofline.SWEEP_STAGES)
     return {"gpu": request.param, "c": c, "ceilings": s.ceilings(), "timed": s.timed(c, quiet=True),
             "hw": s.counters(lessons.STAGES), "forwards": s.load_stages(lessons.STAGES),
-            "own": {n: s.own_model(n) for n in OWN}}
+            "own": {n: s.own_model(n) for n in OWN}, "cliff": lessons.smem_cliff(*s.smem_cliff()[:2])}
 
 
 def _counters_without(c, stage: str):
@@ -302,6 +302,8 @@ def hw_variant(h: dict, name: str) -> dict:
         out["c"], out["hw"] = _counters_without(h["c"], "sdpa_cudnn"), _counters_without(h["hw"], "sdpa_cudnn")
         out["forwards"] = {k: v for k, v in f.items() if k != "sdpa_cudnn"}
         out["timed"] = [p for p in h["timed"] if p.stage != "sdpa_cudnn"]
+        # the shared-memory experiment without its cuLaunchKernelEx control (it could not run)
+        out["cliff"] = h["cliff"][~h["cliff"]["launched by"].fillna("").str.contains("Ex")]
         return out
     if name == "the winner changed":
         out["forwards"] = {**f, "sdpa_flash": _scaled(f["sdpa_flash"], 100.0)}
@@ -345,6 +347,7 @@ def occupancy_page(h):  # 07
     lessons.glue_cupti_zero(lessons.cupti_zero(f), spec)
     truth.glue_truth(truth.occupancy_truth(h["hw"], f))
     truth.glue_executed(h["hw"])
+    lessons.glue_smem_cliff(h["cliff"])
 
 
 def roofline_page(h):   # 09
@@ -398,3 +401,7 @@ def test_the_hardware_variants_change_what_they_name(hardware, caught):
     assert float(said["the winner changed"]["hbm_ratio"]) < 1
     assert "sdpa_cudnn" not in said["a stage missing"]["roof_compute_sentence"]
     assert said["another GPU"]["fwd_gpu"] == "SYNTHETIC GPU"
+    assert said["a stage missing"]["cliff_ex_sentence"].startswith("The small-shared-memory launch through "
+                                                                     "cuLaunchKernelEx did not run here")
+    assert said["as recorded"]["change_names_sentence"].startswith("For the bigger matrices cuBLAS picks other")
+    assert said["a tie"]["change_names_sentence"] == "For the bigger matrices cuBLAS keeps the same kernels"

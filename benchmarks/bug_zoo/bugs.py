@@ -38,6 +38,8 @@ CF_T = ZOO_T + ["tests/test_compiled_flex.py", "tests/test_page_verdicts_raw.py"
 TIMER_T = ["tests/independent/test_timer_verdicts.py", "tests/test_bound.py"]
 # live on a faked T4 with flash fallen back to the H200's recording (issue 38)
 MIXGPU_T = ["tests/test_live_fallback_gpus.py"]
+# every page's glue over synthetic variants (a stage missing, another winner, a tie, another GPU)
+GLUE_T = ["tests/test_glue_variants.py"]
 
 # the lists of the twelve bugs re-anchored on 2026-12-05 (their code moved): the guards, the
 # suite's files on that figure, and tests/independent/ (plain recomputations from the recordings)
@@ -534,4 +536,21 @@ BUGS = [
          replace='    hatch = {}',
          shows="live on a T4: the stage pages' occupancy chart draws flash's H200 kernels like the T4's",
          tests=MIXGPU_T),
+    # --- glue that holds for every recording: 05, 07, 09, 10 over synthetic variants (issue 38) ----
+    dict(id="glue-roof-list-none", file=R, cls="sentence", chapter="09",
+         find='    return names(list(items)) or "no stage"', replace='    return names(list(items)) or "none"',
+         shows="09 (H100 and H200 sets): 'bound by the CPU at seq 4096: none'",
+         tests=GLUE_T),
+    dict(id="glue-reports-none", file=K, cls="sentence", chapter="07",
+         find='or "no report was kept with these counters"', replace='or "none was kept with these counters"',
+         shows="07 on a set without cuDNN's report: 'Open the cuDNN kernel's report: none was kept with these counters'",
+         tests=GLUE_T),
+    dict(id="glue-low-occupancy-tie", file=OL, cls="sentence", chapter="07",
+         find='    if said == ABOUT_THE_SAME:\n', replace='    if said is None:\n',
+         shows="07 where naive and flash tie: naive's forward '1.0× faster than sdpa_flash'",
+         tests=GLUE_T),
+    dict(id="glue-own-model-same-kernels", file=O, cls="sentence", chapter="10",
+         find='    if v["same"] == "the same kernels":\n', replace='    if v["same"] == "the same":\n',
+         shows="10 where both batches launch the same kernels: 'cuBLAS picks other matmul kernels (0 kernel names …)'",
+         tests=GLUE_T),
 ]
