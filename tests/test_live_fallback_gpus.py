@@ -256,3 +256,32 @@ def test_the_chapters_charts_hatch_the_fallen_back_stage(t4):
     for fig in (training.kind_chart(tr), occupancy_charts.stage_occupancy([f[s] for s in ("naive", FALLEN)])):
         assert not any(t.type == "bar" and t.marker.pattern is not None and t.marker.pattern.shape for t in fig.data)
         assert "not on" not in fig.layout.title.text
+
+
+def test_05b_marks_the_hubs_kernel_recorded_on_another_gpu():
+    """Live on an A10G without Hub access, 05b's hub_flash is the H200's recording while SDPA's
+    flash runs here: its tables, its verdicts and its summary say which GPU each ran on."""
+    from helpers.chapters import hub_flash
+    from helpers.core.errors import TraceError
+    replayed = helpers.Session(mode="replay")
+    try:
+        hub = replayed.stage("hub_flash", quiet=True)
+    except TraceError:
+        pytest.skip("this replay set has no hub_flash trace")
+    a10g = "NVIDIA A10G (fake)"
+    recorded = replayed.stage("sdpa_flash", quiet=True)
+    sdpa = helpers.Profile(recorded.events, dataclasses.replace(recorded.provenance, gpu=a10g, mode="live"), None)
+    mark = f"recorded on {hub.provenance.gpu}, not on {a10g}"
+    pair = {"hub_flash": hub, "sdpa_flash": sdpa}
+    fields = hub_flash.binaries(pair)
+    assert [c for c in fields.columns if "hub_flash" in c] == [f"hub_flash ({mark})"]
+    assert hub_flash.cpu_lane(pair).loc["hub_flash", "measured on"] == mark
+    assert all(e.startswith(f"Two GPUs: hub_flash {where_hub} on") for e in hub_flash.verdicts(hub, sdpa)["this trace"]
+               for where_hub in ("recorded",))
+    assert f"**hub_flash** ({mark})" in hub_flash.summary_markdown(hub, {"sdpa_flash": sdpa}).data
+    # one GPU: no mark anywhere
+    same = {"hub_flash": hub, "sdpa_flash": recorded}
+    assert not any("not on" in c for c in hub_flash.binaries(same).columns)
+    assert "measured on" not in hub_flash.cpu_lane(same).columns
+    assert not any(e.startswith("Two GPUs") for e in hub_flash.verdicts(hub, recorded)["this trace"])
+    assert "not on" not in hub_flash.summary_markdown(hub, {"sdpa_flash": recorded}).data
