@@ -355,7 +355,8 @@ def _marker(color: str, mark: str) -> dict:
 
 
 def _marked_name(label: str, mark: str) -> str:
-    return f"{label}, {mark}" if mark else label
+    """A legend entry carrying measured_on's mark on a line of its own (a phone's legend is narrow)."""
+    return f"{label},<br>{mark}" if mark else label
 
 
 def _subtitle_gpus(profiles: Sequence[Profile], fallback: str) -> str:
