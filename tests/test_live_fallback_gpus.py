@@ -285,3 +285,18 @@ def test_05b_marks_the_hubs_kernel_recorded_on_another_gpu():
     assert "measured on" not in hub_flash.cpu_lane(same).columns
     assert not any(e.startswith("Two GPUs") for e in hub_flash.verdicts(hub, recorded)["this trace"])
     assert "not on" not in hub_flash.summary_markdown(hub, {"sdpa_flash": recorded}).data
+
+
+def test_the_pages_glue_runs_on_two_gpus(t4, monkeypatch):
+    """The glue that reads a marked table back by its column names still finds them (the CPU split
+    of 06 reads "flash µs"), and glues no value that a mixed page cannot print."""
+    import myst_nb
+
+    from helpers.chapters import claims, flex
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: glued.__setitem__(name, value))
+    p = helpers.Session().stages(["naive", "inplace", FALLEN, "sdpa_cudnn", "flex"])
+    claims.glue_cpu_split(p["sdpa_cudnn"], p[FALLEN], others={"naive": p["naive"]})
+    flex.glue_page(p["flex"], p[FALLEN])
+    claims.glue_memory(p["inplace"], p["naive"])
+    assert glued and not [k for k, v in glued.items() if v is None or str(v) in ("", "nan", "none")]
