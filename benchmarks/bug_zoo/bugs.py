@@ -536,6 +536,11 @@ BUGS = [
          replace='    hatch = {}',
          shows="live on a T4: the stage pages' occupancy chart draws flash's H200 kernels like the T4's",
          tests=MIXGPU_T),
+    dict(id="mixgpu-cpu-split-glue-marked", file=C, cls="column", chapter="06",
+         find='    split = _cpu_split({"cudnn": cudnn, "flash": flash, **others})',
+         replace='    split = cpu_time_split({"cudnn": cudnn, "flash": flash, **others})',
+         shows="live on a T4: 06 fails to build, its CPU-split glue looking for 'flash µs' in a table whose flash column is marked",
+         tests=MIXGPU_T),
     # --- glue that holds for every recording: 05, 07, 09, 10 over synthetic variants (issue 38) ----
     dict(id="glue-roof-list-none", file=R, cls="sentence", chapter="09",
          find='    return names(list(items)) or "no stage"', replace='    return names(list(items)) or "none"',
