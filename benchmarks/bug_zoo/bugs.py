@@ -558,4 +558,8 @@ BUGS = [
          find='    if v["same"] == "the same kernels":\n', replace='    if v["same"] == "the same":\n',
          shows="10 where both batches launch the same kernels: 'cuBLAS picks other matmul kernels (0 kernel names …)'",
          tests=GLUE_T),
+    dict(id="glue-roof-compute-range-swapped", file=R, cls="minmax", chapter="09",
+         find='else f"{reach.min():.0f}–{reach.max():.0f}%")', replace='else f"{reach.max():.0f}–{reach.min():.0f}%")',
+         shows="09: 'they reach 43–13% of it', the compute sentence's range turned round",
+         tests=[IND + "test_ch09_raw.py"]),
 ]
