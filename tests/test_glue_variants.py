@@ -399,6 +399,8 @@ def test_the_hardware_variants_change_what_they_name(hardware, caught):
     assert said["a tie"]["low_comparison"].startswith("about as long as sdpa_flash's")
     assert said["a tie"]["change_same"] == "the same kernels"
     assert float(said["the winner changed"]["hbm_ratio"]) < 1
+    assert said["the winner changed"]["hbm_ratio_sentence"].endswith("times fewer bytes than sdpa_flash moved")
+    assert said["as recorded"]["hbm_ratio_sentence"] == f"That is {said['as recorded']['hbm_ratio']} times as many bytes"
     assert "sdpa_cudnn" not in said["a stage missing"]["roof_compute_sentence"]
     assert said["another GPU"]["fwd_gpu"] == "SYNTHETIC GPU"
     assert said["a stage missing"]["cliff_ex_sentence"].startswith("The small-shared-memory launch through "

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..core import ncu_tables as ncu
 from ..core import quantities as q
+from ..core.bound import SAME_WITHIN
 from .core import Counters, calibrations as _calibrations  # noqa: F401  (Counters: the chapter's type)
 from ..core.profile import Profile
 from ..core import config
@@ -268,6 +269,11 @@ def glue_hbm(table: pd.DataFrame, fused: str = "sdpa_flash", unfused: str = "nai
               "fused_read_mb": f"{table['read MB'][fused]:,.1f}",
               "min_over_model": f"{table['forward / model'].min():.2f}",
               "max_over_model": f"{table['forward / model'].max():.2f}"}
+    # the sentence 05 reads, with a form for the unfused stage moving about as many bytes, or fewer
+    ratio = m[unfused] / m[fused]
+    values["ratio_sentence"] = (f"That is {ratio:.0f} times as many bytes" if ratio >= 1 + SAME_WITHIN else
+                                f"That is about as many bytes (within {SAME_WITHIN:.0%})" if ratio > 1 - SAME_WITHIN
+                                else f"That is {1 / ratio:.1f} times fewer bytes than {fused} moved")
     for key, value in values.items():
         glue(f"hbm_{key}", value)
     return values
