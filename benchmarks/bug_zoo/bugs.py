@@ -509,7 +509,7 @@ BUGS = [
          tests=[IND + "test_occupancy_page.py"]),
     # --- live on a GPU that cannot run a stage: the stage of another GPU marked in every view ------
     dict(id="mixgpu-table-mark-dropped", file="helpers/views/tables.py", cls="column", chapter="01-08",
-         find='    column = measured_column(profiles)\n    if column is None:',
+         find='    column = measured_column(given)\n    if column is None:',
          replace='    column = None\n    if column is None:',
          shows="live on a T4: 08's at-a-glance row of flash (the H200's recording) reads as if measured on the T4",
          tests=MIXGPU_T),
