@@ -392,7 +392,9 @@ def glue_low_occupancy(profiles: dict[str, Profile]) -> dict:
               "naive_kernels": len(naive_occ), "naive_gpu_events": int(naive.summary()["gpu_events"]),
               "faster": LOW_OPTIONS[1] if fl < nv else LOW_OPTIONS[0],
               "comparison": _low_comparison(nv, fl)}
-    return _glue_all("low", values)
+    # a tie (within the one 10% of speed_words): either answer of the guess is right
+    tied = list(LOW_OPTIONS) if speed_words(nv, fl) == ABOUT_THE_SAME else [values["faster"]]
+    return {**_glue_all("low", values), "faster_tied": tied}
 
 
 # ------------------------------------------------------------------------------- CUPTI's zero

@@ -563,9 +563,16 @@ def glue_roofline(pts: pd.DataFrame, roof: dict) -> dict:
         "cpu_detail": verdict_sentence(pts),
         **_places(pts, memory, compute),
     }
+    # the closest as the page prints it (whole percent): stages that print the same share tie
+    shown = pts["% of roof"].round()
+    tied = pts[shown == shown.max()]["stage"].tolist()
+    values["closest_sentence"] = sentence_for(
+        tied, none="No stage has a point here.",
+        one=f"The stage closest to its own roof is {{name}}, at {closest['% of roof']:.0f}%.",
+        several=f"The stages closest to their own roof are {{names}}, tied at {closest['% of roof']:.0f}%.")
     for key, value in values.items():
         glue(f"roof_{key}", value)
-    return values
+    return {**values, "closest_tied": tied}
 
 
 def glue_kernels(kernels: pd.DataFrame) -> dict:
