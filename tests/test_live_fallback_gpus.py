@@ -300,3 +300,26 @@ def test_the_pages_glue_runs_on_two_gpus(t4, monkeypatch):
     flex.glue_page(p["flex"], p[FALLEN])
     claims.glue_memory(p["inplace"], p["naive"])
     assert glued and not [k for k, v in glued.items() if v is None or str(v) in ("", "nan", "none")]
+
+
+def test_the_counters_pages_never_mix_two_gpus(t4):
+    """09's roofline points and 07's occupancy truth read one GPU's counters: live without Nsight
+    Compute (or where a stage cannot run under it) every stage's counters are the recording's, and
+    the forwards and timings set beside them come from that same GPU, never the T4's live ones."""
+    from helpers import roofline, stages_where
+    from helpers.core.measured_on import mixed
+    s = helpers.Session()
+    live = s.stages(["naive", FALLEN, "flex"])
+    assert mixed(live)
+    stages = stages_where(has_ncu=True, variant_of=None, dispatched=False)
+    c = s.counters(stages)
+    timed = s.timed(c, quiet=True)
+    forwards = s.forwards(c, live)
+    assert timed and {p.provenance.gpu for p in timed} == {c.gpu}
+    assert forwards and {p.provenance.gpu for p in forwards.values()} == {c.gpu}
+    assert not mixed({p.stage: p for p in timed}) and not mixed(forwards)
+    # the roofs: the recording's (this fake cannot measure the T4's ceilings; the counters' GPU decides anyway)
+    roof = roofline.load_ceilings(c, *helpers.Session(mode="replay").ceilings(), quiet=True)
+    pts = roofline.points(c, roof, roofline.timings(timed),
+                          shapes=[c.default_shape])
+    assert set(pts["stage"]) <= {p.stage for p in timed}

@@ -541,6 +541,11 @@ BUGS = [
          replace='    split = cpu_time_split({"cudnn": cudnn, "flash": flash, **others})',
          shows="live on a T4: 06 fails to build, its CPU-split glue looking for 'flash µs' in a table whose flash column is marked",
          tests=MIXGPU_T),
+    dict(id="mixgpu-counters-forwards-live", file="helpers/sources/session.py", cls="swap", chapter="07",
+         find='            if prof is None or prof.shape != DEFAULT_SHAPE or prof.provenance.gpu != c.gpu:',
+         replace='            if prof is None or prof.shape != DEFAULT_SHAPE:',
+         shows="live on a T4 without ncu: 07's occupancy truth sets the H200's counters beside the T4's forwards",
+         tests=MIXGPU_T),
     # --- glue that holds for every recording: 05, 07, 09, 10 over synthetic variants (issue 38) ----
     dict(id="glue-roof-list-none", file=R, cls="sentence", chapter="09",
          find='    return names(list(items)) or "no stage"', replace='    return names(list(items)) or "none"',
