@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -17,7 +17,7 @@ from .verdicts import Verdict
 MEASURED_ON = "measured on"   # the column a table of stages from two GPUs gains (measured_on.measured_column)
 
 
-def mark_gpus(frame: pd.DataFrame, profiles) -> pd.DataFrame:
+def mark_gpus(frame: pd.DataFrame, profiles: Mapping[str, Profile | None] | Sequence[Profile]) -> pd.DataFrame:
     """`frame` with its stages of another GPU marked, where its stages come from two GPUs (live, a
     stage this GPU cannot run is another GPU's recording); unchanged on one GPU. A table of one row
     per stage (indexed by stage, or with a "stage" column) gains a first "measured on" column; a
