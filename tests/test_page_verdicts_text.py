@@ -172,8 +172,10 @@ def test_compiled_fusion_evidence_and_difference(profiles):
     for prof in (c, n, scale_only, profiles["sdpa_flash"]):
         between = between_gemms(prof)
         v = by_claim(compiled.verdict_list(prof, n), "scale, mask and softmax fuse")
-        assert v.evidence.startswith(f"{len(between)} kernel{'' if len(between) == 1 else 's'} between the gemms: "
-                                     + (", ".join(e["name"] for e in between) or "none"))
+        listed = ", ".join(e["name"] for e in between)   # none listed: the count alone, never "none"
+        assert v.evidence.startswith(f"{len(between)} kernel{'' if len(between) == 1 else 's'} between the gemms"
+                                     + (f": {listed}" if listed else ""))
+        assert "none" not in v.evidence.split(";")[0]
         triton = [e for e in between if e["name"].startswith("triton_")]
         assert ("; its name lists " in v.evidence) == bool(triton)
         if not v.holds:
@@ -211,8 +213,10 @@ def test_compiled_memcpy_evidence_and_difference(profiles):
     no_copy = edited(n, keep=lambda e: e.get("cat") != "gpu_memcpy")
     for a, b in ((c, n), (n, n), (c, c), (no_copy, n)):
         v = by_claim(compiled.verdict_list(a, b), "the Memcpy is gone")
-        assert v.evidence == (f"{count(a)} memcpy per forward here, {count(b)} in {b.stage}; masking ops on the "
-                              f"CPU lane: {', '.join(masking(a)) or 'none'}")
+        m = masking(a)   # the forms for none, one and several, never "none"
+        said = ("no masking op on the CPU lane" if not m else f"masking op on the CPU lane: {m[0]}" if len(m) == 1
+                else f"masking ops on the CPU lane: {', '.join(m[:-1])} and {m[-1]}")
+        assert v.evidence == f"{count(a)} memcpy per forward here, {count(b)} in {b.stage}; {said}"
         if not v.holds:
             assert v.difference == (f"{count(a)} memcpy remain" if count(a) else f"{b.stage} had no memcpy either"
                                     if not count(b) else "a masked_fill op runs")
@@ -268,8 +272,10 @@ def test_flex_mask_evidence_counts_and_set_up_time(profiles):
         mask_ops = sorted({o for o in ops if any(o.startswith(m) or m in o for m in flex.MASK_OPS)})
         aten = sum(o.startswith("aten::") for o in ops if o != "attn_fwd")
         v = by_claim(flex.verdict_list(prof, s), "the block mask is built once")
-        assert v.evidence.startswith(f"mask-building ops under attn_fwd: {', '.join(mask_ops) or 'none'}; "
-                                     f"aten ops under attn_fwd: {aten}; GPU events: {len(forward(prof))}")
+        said = ("no mask-building op under attn_fwd" if not mask_ops else
+                f"mask-building op{'' if len(mask_ops) == 1 else 's'} under attn_fwd: "
+                + (mask_ops[0] if len(mask_ops) == 1 else ", ".join(mask_ops[:-1]) + " and " + mask_ops[-1]))
+        assert v.evidence.startswith(f"{said}; aten ops under attn_fwd: {aten}; GPU events: {len(forward(prof))}")
         assert f"; the mask's set-up took {recorded['setup_seconds'] * 1e3:.1f} ms, once" in v.evidence
         assert v.holds == (not mask_ops)
         if mask_ops:

@@ -36,6 +36,10 @@ OCC_T = ZOO_T + ["tests/test_occupancy_views.py", "tests/test_hardware_views.py"
 CF_T = ZOO_T + ["tests/test_compiled_flex.py", "tests/test_page_verdicts_raw.py"]
 # the caller's timer (issue 38): the independent recomputation from timers.json, and the rule's own tests
 TIMER_T = ["tests/independent/test_timer_verdicts.py", "tests/test_bound.py"]
+# live on a faked T4 with flash fallen back to the H200's recording (issue 38)
+MIXGPU_T = ["tests/test_live_fallback_gpus.py"]
+# every page's glue over synthetic variants (a stage missing, another winner, a tie, another GPU)
+GLUE_T = ["tests/test_glue_variants.py"]
 
 # the lists of the twelve bugs re-anchored on 2026-12-05 (their code moved): the guards, the
 # suite's files on that figure, and tests/independent/ (plain recomputations from the recordings)
@@ -508,4 +512,64 @@ BUGS = [
          replace='f"every call as its code does: about {t.busy_us - a.busy_us:,.1f} µs per call',
          shows="08: the price of entering sdpa_kernel(...) per call read from the GPU's busy times, not the loops'",
          tests=[IND + "test_timer_verdicts.py"]),
+    # --- live on a GPU that cannot run a stage: the stage of another GPU marked in every view ------
+    dict(id="mixgpu-table-mark-dropped", file="helpers/views/tables.py", cls="column", chapter="01-08",
+         find='    column = measured_column(given)\n    if column is None:',
+         replace='    column = None\n    if column is None:',
+         shows="live on a T4: 08's at-a-glance row of flash (the H200's recording) reads as if measured on the T4",
+         tests=MIXGPU_T),
+    dict(id="mixgpu-chart-unhatched", file=VC, cls="column", chapter="01-06c",
+         find='    return dict(color=color, pattern=dict(shape=ELSEWHERE_PATTERN)) if mark else dict(color=color)',
+         replace='    return dict(color=color)',
+         shows="live on a T4: the GPU and CPU time chart draws flash's H200 bars like the T4's",
+         tests=MIXGPU_T),
+    dict(id="mixgpu-guess-one-gpu", file=GP, cls="sentence", chapter="02-06c",
+         find='    marked = marks(pair)\n', replace='    marked = {}\n',
+         shows="live on a T4: 'faster than sdpa_flash?' judged against the H200's recording, no word of two GPUs",
+         tests=MIXGPU_T),
+    dict(id="mixgpu-sweep-mark-dropped", file="helpers/core/sweep.py", cls="column", chapter="08",
+         find='"elsewhere": marked.get((stage, shape), "")}', replace='"elsewhere": ""}',
+         shows="live on a T4: 08's sweep draws flash's H200 line beside the T4's as one GPU's",
+         tests=MIXGPU_T),
+    dict(id="mixgpu-training-phases-unmarked", file=T, cls="column", chapter="11",
+         find='    return mark_gpus(pd.DataFrame(rows), profiles)\n\n\ndef backward_kernels',
+         replace='    return pd.DataFrame(rows)\n\n\ndef backward_kernels',
+         shows="live on a T4: 11's phases table sets flash's H200 backward beside the T4's with no word of two GPUs",
+         tests=MIXGPU_T),
+    dict(id="mixgpu-occupancy-unhatched", file="helpers/occupancy/charts.py", cls="column", chapter="01-06c",
+         find='    hatch = dict(pattern=dict(shape=["/" if s in marked else "" for s in table["stage"]])) if marked else {}',
+         replace='    hatch = {}',
+         shows="live on a T4: the stage pages' occupancy chart draws flash's H200 kernels like the T4's",
+         tests=MIXGPU_T),
+    dict(id="mixgpu-cpu-split-glue-marked", file=C, cls="column", chapter="06",
+         find='    split = _cpu_split({"cudnn": cudnn, "flash": flash, **others})',
+         replace='    split = cpu_time_split({"cudnn": cudnn, "flash": flash, **others})',
+         shows="live on a T4: 06 fails to build, its CPU-split glue looking for 'flash µs' in a table whose flash column is marked",
+         tests=MIXGPU_T),
+    dict(id="mixgpu-counters-forwards-live", file="helpers/sources/session.py", cls="swap", chapter="07",
+         find='            if prof is None or prof.shape != DEFAULT_SHAPE or prof.provenance.gpu != c.gpu:',
+         replace='            if prof is None or prof.shape != DEFAULT_SHAPE:',
+         shows="live on a T4 without ncu: 07's occupancy truth sets the H200's counters beside the T4's forwards",
+         tests=MIXGPU_T),
+    # --- glue that holds for every recording: 05, 07, 09, 10 over synthetic variants (issue 38) ----
+    dict(id="glue-roof-list-none", file=R, cls="sentence", chapter="09",
+         find='    return names(list(items)) or "no stage"', replace='    return names(list(items)) or "none"',
+         shows="09 (H100 and H200 sets): 'bound by the CPU at seq 4096: none'",
+         tests=GLUE_T),
+    dict(id="glue-reports-none", file=K, cls="sentence", chapter="07",
+         find='or "no report was kept with these counters"', replace='or "none was kept with these counters"',
+         shows="07 on a set without cuDNN's report: 'Open the cuDNN kernel's report: none was kept with these counters'",
+         tests=GLUE_T),
+    dict(id="glue-low-occupancy-tie", file=OL, cls="sentence", chapter="07",
+         find='    if said == ABOUT_THE_SAME:\n', replace='    if said is None:\n',
+         shows="07 where naive and flash tie: naive's forward '1.0× faster than sdpa_flash'",
+         tests=GLUE_T),
+    dict(id="glue-own-model-same-kernels", file=O, cls="sentence", chapter="10",
+         find='    if v["same"] == "the same kernels":\n', replace='    if v["same"] == "the same":\n',
+         shows="10 where both batches launch the same kernels: 'cuBLAS picks other matmul kernels (0 kernel names …)'",
+         tests=GLUE_T),
+    dict(id="glue-roof-compute-range-swapped", file=R, cls="minmax", chapter="09",
+         find='else f"{reach.min():.0f}–{reach.max():.0f}%")', replace='else f"{reach.max():.0f}–{reach.min():.0f}%")',
+         shows="09: 'they reach 43–13% of it', the compute sentence's range turned round",
+         tests=[IND + "test_ch09_raw.py"]),
 ]

@@ -11,6 +11,7 @@ from ..core.bound import later_calls
 from ..core.profile import Profile
 from ..core.article import A100_MATH_OVER_INPLACE, A100_REFERENCE
 from ..core.stages import STAGES
+from ..views.tables import mark_gpus
 from ..views.verdicts import VERDICTS, Verdict, table, verdict
 
 Profiles = Mapping[str, Profile]
@@ -176,7 +177,7 @@ def hbm_traffic(profiles: Profiles) -> pd.DataFrame:
             rows.append({"stage": name, "score passes": 0, "score bytes": 0, "q, k, v, out bytes": qkvo})
     frame = pd.DataFrame(rows).set_index("stage")
     frame["total MB"] = ((frame["score bytes"] + frame["q, k, v, out bytes"]) / 1e6).round(1)
-    return frame
+    return mark_gpus(frame, profiles)
 
 
 def no_transposes(cudnn: Profile, others: list[Profile]) -> Verdict:
@@ -233,7 +234,13 @@ def _round_to_total(column: pd.Series) -> pd.Series:
 def cpu_time_split(profiles: Profiles) -> pd.DataFrame:
     """Where each backend's CPU time in attn_fwd goes, rows that sum to it: the self time of its
     host ops in a few parts (`CPU_PARTS`), and each CUDA runtime or driver call (a launch, a memset,
-    a function attribute) in a row of its own, taken out of the self time of the op that made it."""
+    a function attribute) in a row of its own, taken out of the self time of the op that made it.
+    A backend measured on another GPU than the others has its column's label marked (mark_gpus)."""
+    return mark_gpus(_cpu_split(profiles), profiles)
+
+
+def _cpu_split(profiles: Profiles) -> pd.DataFrame:
+    """cpu_time_split's table, its columns "<name> µs" as given (the glue below reads them by name)."""
     columns = {}
     for name, prof in profiles.items():
         ops = prof.cpu_ops().reset_index(drop=True)
@@ -272,7 +279,7 @@ def cpu_time_split(profiles: Profiles) -> pd.DataFrame:
 def cpu_difference(lighter: Profile, heavier: Profile, top: int = 3) -> str:
     """In words, the rows of `cpu_time_split` where `heavier` spends the most CPU time beyond
     `lighter`: the few that explain most of the gap."""
-    split = cpu_time_split({"a": lighter, "b": heavier})
+    split = _cpu_split({"a": lighter, "b": heavier})
     gap = (split["b µs"] - split["a µs"]).drop("total: attn_fwd").sort_values(ascending=False)
     total = float(split.loc["total: attn_fwd", "b µs"] - split.loc["total: attn_fwd", "a µs"])
     shown = [f"{label.split(' (')[0]} ({split.loc[label, 'b µs']:.1f} against {split.loc[label, 'a µs']:.1f} µs)"
@@ -314,7 +321,7 @@ def glue_cpu_split(cudnn: Profile, flash: Profile, prefix: str = "cpu_split",
     the other backends), the backend's own op and the transposes."""
     from ..views.prose import glue
     others = {k: v for k, v in (others or {}).items() if v is not None and v is not cudnn and v is not flash}
-    split = cpu_time_split({"cudnn": cudnn, "flash": flash, **others})
+    split = _cpu_split({"cudnn": cudnn, "flash": flash, **others})
     row = lambda label, who: float(split.loc[label, f"{who} µs"]) if label in split.index else 0.0  # noqa: E731
     launches = lambda who: " and ".join(  # noqa: E731
         f"{i.split(': ')[1]} ({split.loc[i, f'{who} µs']:.1f} µs)" for i in split.index

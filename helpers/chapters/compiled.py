@@ -16,6 +16,8 @@ from ..core import inductor
 from ..core.bound import later_calls, of_call
 from ..core.names import decode
 from ..core.profile import Profile
+from ..core.wording import sentence_for
+from ..views.tables import mark_gpus
 from ..views.prose import glue
 from ..views.verdicts import Verdict, table, verdict
 
@@ -191,7 +193,7 @@ def gemms(compiled: Profile, naive: Profile) -> pd.DataFrame:
             "same launch?": "same" if both and all(str(ra[c]) == str(rb[c]) for c in launch) else "differs",
             f"{naive.stage} µs": None if ra is None else round(float(ra["dur_us"]), 1),
             f"{compiled.stage} µs": None if rb is None else round(float(rb["dur_us"]), 1)})
-    return pd.DataFrame(out).set_index("gemm")
+    return mark_gpus(pd.DataFrame(out).set_index("gemm"), [naive, compiled])
 
 
 def layer_of(name: str) -> str:
@@ -224,7 +226,7 @@ def cpu_compare(profiles: dict[str, Profile]) -> pd.DataFrame:
                      "GPU µs": round(float(s["gpu_time_us"]), 1),
                      "loop µs per call": None if of_call(s) is None else round(of_call(s).wall_us, 1),
                      "do_bench µs per call": None if s["do_bench_us"] is None else round(float(s["do_bench_us"]), 1)})
-    return pd.DataFrame(rows).set_index("stage")
+    return mark_gpus(pd.DataFrame(rows).set_index("stage"), profiles)
 
 
 def forward_memory(profiles: dict[str, Profile]) -> pd.DataFrame:
@@ -243,7 +245,7 @@ def forward_memory(profiles: dict[str, Profile]) -> pd.DataFrame:
                      "the forward needed (MiB)": None if need is None else round(need / 2**20, 1),
                      "in score matrices": None if need is None else round(need / scores, 2),
                      "measured": f"{prof.mode} on {prof.provenance.gpu}"})
-    return pd.DataFrame(rows).set_index("stage")
+    return mark_gpus(pd.DataFrame(rows).set_index("stage"), profiles)
 
 
 def _dtype_bytes(dtype: str) -> int:
@@ -270,7 +272,8 @@ def first_call(compiled: Profile, naive: Profile | None = None) -> pd.DataFrame:
                      "a later call (µs)": None if call is None else round(call, 1),
                      "first call / later call": None if first is None or not call else round(first * 1e6 / call),
                      "timed by": by, "measured": f"{prof.mode} on {prof.provenance.gpu}"})
-    return pd.DataFrame(rows).set_index("stage")
+    # two GPUs: the "measured on" column's mark names the one of another GPU (mark_gpus)
+    return mark_gpus(pd.DataFrame(rows).set_index("stage"), shown)
 
 
 def payoff_calls(compiled: Profile, naive: Profile) -> int | None:
@@ -354,8 +357,10 @@ def verdict_list(compiled: Profile, naive: Profile) -> list[Verdict]:
     wanted = ("mul", "masked_fill", "_softmax")
     out.append(Verdict(
         "scale, mask and softmax fuse into one Triton kernel between the two matmuls",
-        f"{len(between_kernels)} kernel{'' if len(between_kernels) == 1 else 's'} between the gemms: "
-        + (", ".join(between_kernels["name"]) or "none") + (f"; its name lists {', '.join(ops)}" if ops else ""),
+        # kernel names hold commas of their own: listed one after the other, the count alone for none
+        f"{len(between_kernels)} kernel{'' if len(between_kernels) == 1 else 's'} between the gemms"
+        + (f": {', '.join(between_kernels['name'])}" if len(between_kernels) else "")
+        + (f"; its name lists {', '.join(ops)}" if ops else ""),
         len(between_kernels) == 1 and len(triton) == 1 and all(o in ops for o in wanted),
         f"{len(between_kernels)} kernels between the gemms"
         + (f", missing {', '.join(o for o in wanted if o not in ops)}" if len(triton) else ", none from Triton")))
@@ -375,8 +380,9 @@ def verdict_list(compiled: Profile, naive: Profile) -> list[Verdict]:
     masking = sorted({o for o in compiled.cpu_ops()["name"] if o.startswith("aten::masked_fill")})
     out.append(Verdict(
         "the Memcpy is gone without masked_fill_: the fused kernel masks as it reads",
-        f"{mc} memcpy per forward here, {mn} in {naive.stage}; masking ops on the CPU lane: "
-        + (", ".join(masking) or "none"),
+        f"{mc} memcpy per forward here, {mn} in {naive.stage}; "
+        + sentence_for(masking, none="no masking op on the CPU lane", one="masking op on the CPU lane: {name}",
+                       several="masking ops on the CPU lane: {names}"),
         mc == 0 and mn > 0 and not masking,
         f"{mc} memcpy remain" if mc else f"{naive.stage} had no memcpy either" if not mn else "a masked_fill op runs"))
 

@@ -21,7 +21,9 @@ from plotly.subplots import make_subplots
 from ..core import inductor
 from ..core.names import decode
 from ..core.profile import Profile
+from ..core.wording import sentence_for
 from ..core.stages import DEFAULT_SHAPE, SLIDING_WINDOW, STAGES, Shape, get_stage, stages_where
+from ..views.tables import mark_gpus
 from ..views.charts import KIND_COLORS, MUTED, _title
 from .compiled import cpu_layers, generated_code
 from ..core.bound import (ABOUT_THE_SAME, CPU, EVEN, GPU, LINE, NO_TIMER, NO_TIMER_WORDS, SAME_WITHIN, WORDS,
@@ -176,7 +178,7 @@ def against_flash(flex: Profile, flash: Profile) -> pd.DataFrame:
         }
     frame = pd.DataFrame(columns).astype(str)
     frame.index.name = "field"
-    return frame
+    return mark_gpus(frame, [flex, flash])
 
 
 # --- the gap between the kernel and the call -----------------------------------------------------
@@ -207,7 +209,7 @@ def call_gap(profiles: dict[str, Profile]) -> pd.DataFrame:
     frame = pd.DataFrame(rows).set_index("stage")
     if (frame["bound"] == NO_TIMER_WORDS).any():
         frame.attrs["caption"] = _cap(NO_TIMER) + "."
-    return frame
+    return mark_gpus(frame, profiles)
 
 
 def cpu_share(prof: Profile) -> pd.DataFrame:
@@ -512,7 +514,8 @@ def verdict_list(flex: Profile, flash: Profile) -> list[Verdict]:
     setup = getattr(flex.provenance, "setup_seconds", None)
     out.append(Verdict(
         "the block mask is built once, outside the forward: nothing in the forward builds it",
-        f"mask-building ops under attn_fwd: {', '.join(mask_ops) or 'none'}; aten ops under attn_fwd: {aten}; "
+        sentence_for(mask_ops, none="no mask-building op under attn_fwd", one="mask-building op under attn_fwd: {name}",
+                     several="mask-building ops under attn_fwd: {names}") + f"; aten ops under attn_fwd: {aten}; "
         f"GPU events: {len(e)}" + ("" if setup is None else f"; the mask's set-up took {setup * 1e3:.1f} ms, once, "
                                     "before the first call"),
         not mask_ops and len(e) == len(kernels) == 1, f"{', '.join(mask_ops) or f'{len(e)} GPU events'} in the forward"))

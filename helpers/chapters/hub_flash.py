@@ -13,16 +13,18 @@ sdpa_flash with itself, no empty table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from ..core import trace
 from ..core.bound import ABOUT_THE_SAME, SAME_WITHIN, speed_words
 from ..core.hub_kernel import FIX, STAGE, loaded_from
+from ..core.measured_on import marks, mixed, sides
 from ..core.profile import TraceError
 from ..core.stages import DEFAULT_SHAPE, Shape
 from ..views.notes import how_recorded, not_live
+from ..views.tables import mark_gpus
 from ..views.verdicts import Verdict, table, verdict
 
 
@@ -162,10 +164,13 @@ def summary_markdown(hub, others: dict):
     """One paragraph of figures, each from the traces: GPU and CPU time against the SDPA backends."""
     from IPython.display import Markdown
     h = hub.summary()
-    parts = [f"{name}: {p.summary()['gpu_time_us']:.1f} µs GPU, {p.summary()['cpu_time_us']:.1f} µs CPU"
+    # live, a stage this GPU cannot run (or the Hub's kernel, without Hub access) is another GPU's recording
+    marked = marks({hub.stage: hub, **others})
+    away = lambda name: f" ({marked[name]})" if name in marked else ""  # noqa: E731
+    parts = [f"{name}: {p.summary()['gpu_time_us']:.1f} µs GPU, {p.summary()['cpu_time_us']:.1f} µs CPU{away(name)}"
              for name, p in others.items() if name != hub.stage]
     events = int(h["gpu_events"])
-    return Markdown(f"One forward of **{hub.stage}**: {events} GPU event{'s' if events != 1 else ''}, "
+    return Markdown(f"One forward of **{hub.stage}**{away(hub.stage)}: {events} GPU event{'s' if events != 1 else ''}, "
                     f"{h['gpu_time_us']:.1f} µs on the GPU and {h['cpu_time_us']:.1f} µs of CPU inside "
                     f"`attn_fwd`. The SDPA backends, profiled the same way: {'; '.join(parts)}.")
 
@@ -211,7 +216,7 @@ def binaries(profiles: dict) -> pd.DataFrame:
     if len(columns) == 2 and len({prof.stage for prof in profiles.values()}) == 2:
         a, b = frame.columns
         frame["same?"] = ["same" if str(x) == str(y) else "differs" for x, y in zip(frame[a], frame[b])]
-    return frame
+    return mark_gpus(frame, profiles)
 
 
 def origin(prof) -> str:
@@ -246,7 +251,7 @@ def cpu_lane(profiles: dict) -> pd.DataFrame:
                      "aten::transpose": transposes(prof), "layout ops (transpose, permute, copy)": len(layout),
                      "first op": top[0] if top else None,
                      "attn_fwd CPU µs": round(float(prof.summary()["cpu_time_us"]), 1)})
-    return pd.DataFrame(rows).set_index("stage")
+    return mark_gpus(pd.DataFrame(rows).set_index("stage"), {column(k, p): p for k, p in profiles.items()})
 
 
 def runtime_calls(prof) -> pd.DataFrame:
@@ -266,7 +271,11 @@ def verdicts(hub, sdpa) -> pd.DataFrame:
     (a trace against itself is refused: it shows nothing)."""
     if hub.stage == sdpa.stage:
         raise ValueError(f"{hub.stage} against itself: a trace compared with itself shows nothing")
-    return table(verdict_list(hub, sdpa)).rename(columns={"the article": "this page claims"})
+    rows = verdict_list(hub, sdpa)
+    used = {hub.stage: hub, sdpa.stage: sdpa}
+    if mixed(used):   # as the verdict registry does: each side's GPU named, never one silently for both
+        rows = [replace(v, evidence=f"Two GPUs: {sides(used)}. {v.evidence}") for v in rows]
+    return table(rows).rename(columns={"the article": "this page claims"})
 
 
 @verdict("hub_flash", needs=("sdpa_flash",))

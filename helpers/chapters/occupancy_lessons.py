@@ -18,6 +18,8 @@ import math
 
 import pandas as pd
 
+from ..core.bound import ABOUT_THE_SAME, SLOWER, speed_words
+from ..views.tables import mark_gpus
 from ..views.prose import glue
 from ..core.profile import Profile
 from ..core import quantities as q
@@ -365,7 +367,17 @@ def low_occupancy(profiles: dict[str, Profile], stages=stages_where(ncu_swept=Tr
             "its warps per SM": s["active_warps"], "register file in use %":
                 round(s["regs_in_use_pct"], 1), "shared memory in use %":
                 round(s["smem_in_use_pct"], 1), "regs/thread": s["registers"]})
-    return pd.DataFrame(rows).set_index("stage")
+    return mark_gpus(pd.DataFrame(rows).set_index("stage"), {r["stage"]: profiles[r["stage"]] for r in rows})
+
+
+def _low_comparison(naive_us: float, flash_us: float) -> str:
+    """Naive's forward against flash's, in the book's one speed definition (`bound.speed_words`:
+    within 10% is about the same): "11.0× as long", "about as long as sdpa_flash's (within 10%)",
+    "2.5× faster than sdpa_flash"."""
+    said = speed_words(naive_us, flash_us)
+    if said == ABOUT_THE_SAME:
+        return f"about as long as sdpa_flash's ({said.removeprefix('about the same ')})"
+    return f"{naive_us / flash_us:.1f}× as long" if said == SLOWER else f"{flash_us / naive_us:.1f}× faster than sdpa_flash"
 
 
 def glue_low_occupancy(profiles: dict[str, Profile]) -> dict:
@@ -379,9 +391,10 @@ def glue_low_occupancy(profiles: dict[str, Profile]) -> dict:
               "speedup": f"{nv / fl:.1f}", "naive_max_occ": f"{max(naive_occ):.0f}",
               "naive_kernels": len(naive_occ), "naive_gpu_events": int(naive.summary()["gpu_events"]),
               "faster": LOW_OPTIONS[1] if fl < nv else LOW_OPTIONS[0],
-              "comparison": (f"{nv / fl:.1f}× as long" if fl < nv else
-                             f"{fl / nv:.1f}× faster than sdpa_flash")}
-    return _glue_all("low", values)
+              "comparison": _low_comparison(nv, fl)}
+    # a tie (within the one 10% of speed_words): either answer of the guess is right
+    tied = list(LOW_OPTIONS) if speed_words(nv, fl) == ABOUT_THE_SAME else [values["faster"]]
+    return {**_glue_all("low", values), "faster_tied": tied}
 
 
 # ------------------------------------------------------------------------------- CUPTI's zero
@@ -563,9 +576,14 @@ def glue_smem_cliff(table: pd.DataFrame) -> dict:
               "over_smem": f"{int(over['shared mem (B)']):,}", "over_pct": over["CUPTI est. %"],
               "at_true": f"{at['true occupancy %']:.1f}", "over_true": f"{over['true occupancy %']:.1f}",
               "at_call": at["launched by"], "over_call": over["launched by"],
-              "ex_call": ex["launched by"].iloc[0] if len(ex) else "none",
-              "ex_smem": f"{int(ex['shared mem (B)'].iloc[0]):,}" if len(ex) else "none",
-              "ex_pct": ex["CUPTI est. %"].iloc[0] if len(ex) else "none",
+              "ex_call": ex["launched by"].iloc[0] if len(ex) else "not run here",
+              "ex_smem": f"{int(ex['shared mem (B)'].iloc[0]):,}" if len(ex) else "not run here",
+              "ex_pct": ex["CUPTI est. %"].iloc[0] if len(ex) else "not run here",
+              # the sentence 07 reads, with its form for a recording without the Ex launch
+              "ex_sentence": (f"The small-shared-memory launch through {ex['launched by'].iloc[0]} reads "
+                              f"{ex['CUPTI est. %'].iloc[0]}%." if len(ex) else
+                              "The small-shared-memory launch through cuLaunchKernelEx did not run here, so "
+                              "this recording cannot set it beside the others."),
               "threads": int(at["threads"]), "grid": int(at["grid blocks"])}
     cliff = str(at["CUPTI est. %"]) != "0" and str(over["CUPTI est. %"]) == "0"
     ex_reads = None if not len(ex) else str(ex["CUPTI est. %"].iloc[0]) != "0"

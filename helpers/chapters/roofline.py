@@ -27,6 +27,7 @@ import plotly.graph_objects as go
 from ..core.bound import CPU, EVEN, GPU, LINE, NO_TIMER, NO_TIMER_WORDS, WORDS, of_call
 from ..core.bound import words as bound_words
 from ..core.profile import Profile
+from ..core.wording import names, sentence_for
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, STAGES, Shape, get_stage, stages_where  # noqa: F401
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal
 from ..core import quantities as q
@@ -455,10 +456,43 @@ def sweep_chart(pts: pd.DataFrame, roof: dict) -> go.Figure:
 # ----------------------------------------------------------------------------------------- glue
 
 def _and(items) -> str:
-    items = list(items)
-    if not items:
-        return "none"
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    """"a", "a and b", "a, b and c"; "no stage" for none (a glued list never reads "none")."""
+    return names(list(items)) or "no stage"
+
+
+def _places(pts: pd.DataFrame, memory: list[str], compute: list[str]) -> dict:
+    """The sentences that say which stages sit under which roof, with a form for none, one, several
+    and every stage (`wording.sentence_for`): `memory_sentence`, `compute_sentence`, `fp32_sentence`."""
+    total = len(pts)
+    reach = pts[pts["roof"] == "compute"]["% of roof"]
+    pct = (f"{reach.min():.0f}%" if len(reach) == 1 or round(reach.min()) == round(reach.max())
+           else f"{reach.min():.0f}–{reach.max():.0f}%") if len(reach) else ""
+    fp32 = pts[pts["pipe"] == q.FFMA_PIPE]["stage"].tolist()
+    return {
+        "memory_sentence": sentence_for(
+            memory, none="No stage sits under the memory roof: every point is right of its pipe's ridge.",
+            one="Under the memory roof, left of the ridge of its pipe: {name}. Its FLOP/s is capped by bytes, so "
+                "the way up is fewer bytes, which is exactly what fusion buys: the score matrix that never goes to HBM.",
+            several="Under the memory roof, left of the ridge of their pipe: {names}. Their FLOP/s is capped by bytes, "
+                    "so the way up is fewer bytes, which is exactly what fusion buys: the score matrix that never "
+                    "goes to HBM.",
+            every="Every stage sits under the memory roof, left of the ridge of its pipe: {names}. Their FLOP/s is "
+                  "capped by bytes, so the way up is fewer bytes.", total=total),
+        "compute_sentence": sentence_for(
+            compute, none="No stage sits under a compute roof: every point is left of its pipe's ridge.",
+            one="Under the compute roof, right of the ridge: {name}. Right of the ridge is not the same as bound by "
+                f"compute: it reaches {pct} of it, held back by neither roof (the per-kernel table below says which).",
+            several="Under the compute roof, right of the ridge: {names}. Right of the ridge is not the same as bound "
+                    f"by compute: they reach {pct} of it, held back by neither roof (the per-kernel table below says "
+                    "which).",
+            every="Every stage sits under the compute roof, right of its pipe's ridge: {names}. Right of the ridge is "
+                  f"not the same as bound by compute: they reach {pct} of it.", total=total),
+        "fp32_sentence": sentence_for(
+            fp32, none="No point sits under the fp32 roof: every stage does most of its FLOPs on the tensor cores.",
+            one="{name}'s point sits under the fp32 roof, not the tensor cores': most of its FLOPs are fp32 FFMAs.",
+            several="The points of {names} sit under the fp32 roof, not the tensor cores': most of their FLOPs are "
+                    "fp32 FFMAs."),
+    }
 
 
 def glue_ceilings(roof: dict) -> dict:
@@ -527,10 +561,18 @@ def glue_roofline(pts: pd.DataFrame, roof: dict) -> dict:
         "compute_pct_min": f"{pts[pts['roof'] == 'compute']['% of roof'].min():.0f}" if len(compute) else "—",
         "compute_pct_max": f"{pts[pts['roof'] == 'compute']['% of roof'].max():.0f}" if len(compute) else "—",
         "cpu_detail": verdict_sentence(pts),
+        **_places(pts, memory, compute),
     }
+    # the closest as the page prints it (whole percent): stages that print the same share tie
+    shown = pts["% of roof"].round()
+    tied = pts[shown == shown.max()]["stage"].tolist()
+    values["closest_sentence"] = sentence_for(
+        tied, none="No stage has a point here.",
+        one=f"The stage closest to its own roof is {{name}}, at {closest['% of roof']:.0f}%.",
+        several=f"The stages closest to their own roof are {{names}}, tied at {closest['% of roof']:.0f}%.")
     for key, value in values.items():
         glue(f"roof_{key}", value)
-    return values
+    return {**values, "closest_tied": tied}
 
 
 def glue_kernels(kernels: pd.DataFrame) -> dict:

@@ -7,6 +7,7 @@ from typing import Mapping
 
 import pandas as pd
 
+from .measured_on import marks
 from .profile import Profile
 from .stages import Shape
 
@@ -15,9 +16,12 @@ SHOWN = ["gpu_events", "gpu_time_us", "cpu_time_us", "do_bench_us"]
 
 
 def sweep_table(grid: Mapping[tuple[str, Shape], Profile]) -> pd.DataFrame:
-    """One row per (stage, shape) of `grid`, in its order: the stage, the shape's fields and the
-    profile's summary."""
-    return pd.DataFrame([{"stage": stage, **shape.as_dict(), **prof.summary().drop("stage").to_dict()}
+    """One row per (stage, shape) of `grid`, in its order: the stage, the shape's fields, the
+    profile's summary, and `elsewhere`: measured_on's mark where it was measured on another GPU
+    than the grid's own (live, a stage this GPU cannot run is replayed), else ""."""
+    marked = marks(grid)
+    return pd.DataFrame([{"stage": stage, **shape.as_dict(), **prof.summary().drop("stage").to_dict(),
+                          "elsewhere": marked.get((stage, shape), "")}
                          for (stage, shape), prof in grid.items()])
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..core import ncu_tables as ncu
 from ..core import quantities as q
+from ..core.bound import SAME_WITHIN
 from .core import Counters, calibrations as _calibrations  # noqa: F401  (Counters: the chapter's type)
 from ..core.profile import Profile
 from ..core import config
@@ -107,7 +108,11 @@ def glue_calibration(c: Counters) -> dict:
     the stages the page names, as `cal_<name>`."""
     factors = flops_per_unit(c)
     tensor = [k for k in factors if TENSOR_TOTAL.match(k)]
-    values = {"tensor_counter": tensor[0].removesuffix(".sum") if tensor else "none",
+    values = {"tensor_counter": tensor[0].removesuffix(".sum") if tensor else "not among these counters",
+              # the sentence 09 reads, with a form for counters that hold no tensor-pipe counter
+              "tensor_sentence": (f"The tensor counter, {tensor[0].removesuffix('.sum')}, counts "
+                                  f"{factors[tensor[0]]:.3g} FLOP per unit" if tensor else
+                                  "These counters hold no tensor-pipe counter, so no tensor-core FLOP is counted"),
               "tensor_factor": f"{factors[tensor[0]]:.3g}" if tensor else "—",
               "ffma_factor": f"{factors[FFMA]:.3g}" if FFMA in factors else "—"}
     w = work(c)
@@ -189,7 +194,7 @@ def glue_reports(c: Counters, names: Sequence[str] | Mapping[str, str], key: str
     a page names no GPU's folder itself, so another replay set (ATTN_PROFILED_REPLAY_GPU) or a
     live run shows its own reports."""
     from IPython.display import Markdown
-    text = report_links(c, names, shape, bullets) or "none was kept with these counters"
+    text = report_links(c, names, shape, bullets) or "no report was kept with these counters"
     glue(key, Markdown(text))
     glue(f"{key}_folder", c.provenance.get("folder") or "this session's cache")
 
@@ -264,6 +269,11 @@ def glue_hbm(table: pd.DataFrame, fused: str = "sdpa_flash", unfused: str = "nai
               "fused_read_mb": f"{table['read MB'][fused]:,.1f}",
               "min_over_model": f"{table['forward / model'].min():.2f}",
               "max_over_model": f"{table['forward / model'].max():.2f}"}
+    # the sentence 05 reads, with a form for the unfused stage moving about as many bytes, or fewer
+    ratio = m[unfused] / m[fused]
+    values["ratio_sentence"] = (f"That is {ratio:.0f} times as many bytes" if ratio >= 1 + SAME_WITHIN else
+                                f"That is about as many bytes (within {SAME_WITHIN:.0%})" if ratio > 1 - SAME_WITHIN
+                                else f"That is {1 / ratio:.1f} times fewer bytes than {fused} moved")
     for key, value in values.items():
         glue(f"hbm_{key}", value)
     return values

@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..views.charts import KIND_COLORS, MUTED, SERIES_COLORS, _title, literal, reference_line
+from ..core.measured_on import hatched_note, marks
 from ..core.profile import Profile, TraceError
 from ..core.stages import DEFAULT_SHAPE, STAGES
 from .calculator import LIMITERS, UNLIMITED, Occupancy, occupancy
@@ -301,6 +302,11 @@ def stage_occupancy(profiles: Sequence[Profile] | Profile, theoretical: bool = T
     CUPTI's figure implies (its percentage of the SM's warp slots).
     """
     table = stage_kernel_table(profiles, top)
+    # live, a stage this GPU cannot run is another GPU's recording (its occupancy that GPU's):
+    # its bars hatched, their hover and the subtitle saying where (measured_on's mark)
+    marked = marks([profiles] if isinstance(profiles, Profile) else list(profiles))
+    hatch = dict(pattern=dict(shape=["/" if s in marked else "" for s in table["stage"]])) if marked else {}
+    where_text = [marked.get(s, "") for s in table["stage"]]
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         row_heights=[0.4, 0.3, 0.3],
                         subplot_titles=["occupancy (% of warp slots)",
@@ -308,32 +314,33 @@ def stage_occupancy(profiles: Sequence[Profile] | Profile, theoretical: bool = T
     x = table["label"]
     names = table["kernel"].map(literal)
     custom = list(zip(names, table["limiter"], table["active_blocks"], table["shared_memory"],
-                      table["launched_by"].fillna("")))
+                      table["launched_by"].fillna(""), where_text))
+    away = "<br>%{customdata[5]}" if marked else ""
     fig.add_bar(x=x, y=table["cupti_pct"], name="CUPTI est. achieved %",
-                marker_color=CUPTI_COLOR, customdata=custom,
+                marker=dict(color=CUPTI_COLOR, **hatch), customdata=custom,
                 hovertemplate="%{customdata[0]}<br>CUPTI: %{y}%<br>launched by %{customdata[4]},"
-                              " %{customdata[3]} B shared memory<extra></extra>", row=1, col=1)
+                              " %{customdata[3]} B shared memory" + away + "<extra></extra>", row=1, col=1)
     if theoretical:
         fig.add_bar(x=x, y=table["theoretical_pct"].round(2),
                     name="theoretical (smem opt-in)",
-                    marker_color=THEORETICAL_COLOR, customdata=custom,
+                    marker=dict(color=THEORETICAL_COLOR, **hatch), customdata=custom,
                     hovertemplate="%{customdata[0]}<br>theoretical: %{y:.1f}%, blocks "
                                   "%{customdata[2]}, limited by %{customdata[1]}"
-                                  "<extra></extra>", row=1, col=1)
+                                  + away + "<extra></extra>", row=1, col=1)
     kind_colors = [KIND_COLORS.get(k, KIND_COLORS["unknown"]) for k in table["kind"]]
-    fig.add_bar(x=x, y=table["registers"], name="registers per thread", marker_color=kind_colors,
+    fig.add_bar(x=x, y=table["registers"], name="registers per thread", marker=dict(color=kind_colors, **hatch),
                 showlegend=False, customdata=custom,
-                hovertemplate="%{customdata[0]}<br>%{y} registers per thread<extra></extra>",
+                hovertemplate="%{customdata[0]}<br>%{y} registers per thread" + away + "<extra></extra>",
                 row=2, col=1)
     if theoretical:
         warps, label = table["active_warps"], "resident warps (calculator)"
     else:
         warps = (table["cupti_pct"].astype(float) * table["max_warps"] / 100).round(1)
         label = "warps per SM that CUPTI's figure implies"
-    fig.add_bar(x=x, y=warps, name=label, marker_color=kind_colors, showlegend=False,
-                customdata=list(zip(names, table["max_warps"])),
+    fig.add_bar(x=x, y=warps, name=label, marker=dict(color=kind_colors, **hatch), showlegend=False,
+                customdata=list(zip(names, table["max_warps"], where_text)),
                 hovertemplate="%{customdata[0]}<br>%{y} of %{customdata[1]} warps per SM"
-                              "<extra></extra>", row=3, col=1)
+                              + ("<br>%{customdata[2]}" if marked else "") + "<extra></extra>", row=3, col=1)
     fig.add_scatter(x=x, y=table["max_warps"], mode="lines", name="max warps per SM",
                     line=dict(color=MUTED, dash="dash", width=1, shape="hvh"),
                     hovertemplate="max %{y} warps per SM<extra></extra>", row=3, col=1)
@@ -343,6 +350,8 @@ def stage_occupancy(profiles: Sequence[Profile] | Profile, theoretical: bool = T
                       legend=dict(orientation="h", x=0, y=1.05, yanchor="bottom"))
     fig.update_xaxes(tickangle=-40)
     gpus = ", ".join(dict.fromkeys(table["gpu"]))
+    if marked:
+        gpus += " · " + hatched_note([profiles] if isinstance(profiles, Profile) else list(profiles))
     return _title(fig, "Register and warp occupancy of the stage kernels",
                   f"one forward of {', '.join(dict.fromkeys(table['stage']))} · {gpus}"
                   + (" · theoretical: helpers.occupancy with the shared-memory opt-in"

@@ -105,9 +105,26 @@ def kernel_change(before: Profile, after: Profile, prefix: str) -> dict:
               "split_k_launches": sum(c for n, c in new.items() if "splitK" in n),
               "memsets_before": memsets[0], "memsets_after": memsets[1],
               "same": "the same kernels" if a == b else "not the same kernels"}
+    values["names_sentence"] = _names_sentence(values)
     for key, value in values.items():
         glue(f"{prefix}_{key}", value)
     return values
+
+
+def _names_sentence(v: dict) -> str:
+    """What changed among the kernel names, with a form for no change, no split-K among the new
+    names, one and several (10 reads it before the memsets)."""
+    if v["same"] == "the same kernels":
+        return "For the bigger matrices cuBLAS keeps the same kernels"
+    new, gone = v["new_names"], v["gone_names"]
+    names = (f"{new} kernel name{' appears' if new == 1 else 's appear'} only at this batch, "
+             f"{gone} only at the small one")
+    k, launches = v["split_k"], v["split_k_launches"]
+    split = ("no new name is a matmul split along its inner dimension (splitK)" if not k else
+             f"{k} of those new names ({launches} launch{'' if launches == 1 else 'es'}) "
+             f"{'is a matmul' if k == 1 else 'are matmuls'} split along the inner dimension (splitK) and "
+             f"the kernels that add the parts back up")
+    return f"For the bigger matrices cuBLAS picks other matmul kernels ({names}); {split}"
 
 
 def overview(prof: Profile | None) -> None:

@@ -21,11 +21,13 @@ from ..core.bound import words as bound_words
 from . import core_backward as bw
 from ..core import quantities as q
 from ..core.wording import names, percent_from, place, sentence_for
+from ..core.measured_on import hatched_note, marks
 from ..core.profile import Profile
 from ..core.stages import DEFAULT_SHAPE, PINNED_BACKENDS, PINNED_FUSED, Shape
 from ..core.stages import STAGES as STAGES_REGISTRY
 from .core import FUSED, TRAINING_STAGES, backward_flops, recompute_free_backward_flops
 from ..views.charts import KIND_COLORS, MUTED, _title, reference_line
+from ..views.tables import mark_gpus
 from ..views.perfetto import trace_links
 from ..views.prose import glue
 from ..counters.chapter import Counters, flops_per_unit, kernel_flops, pipe_roofs
@@ -55,7 +57,7 @@ def phases_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
                      "backward / forward": round(b["gpu_time_us"] / f["gpu_time_us"], 2) if f["gpu_time_us"] else None,
                      "backward driver launches": b["driver_launches"],
                      "backward launched from": ", ".join(b["threads"])})
-    return pd.DataFrame(rows)
+    return mark_gpus(pd.DataFrame(rows), profiles)
 
 
 def backward_kernels(prof: Profile) -> pd.DataFrame:
@@ -82,15 +84,25 @@ def kind_chart(profiles: Mapping[str, Profile]) -> go.Figure:
             rows.append({"stage": stage, "phase": phase, "kind": kind, "us": float(g["dur_us"].sum())})
     t = pd.DataFrame(rows)
     labels = [f"{s} {p}" for s in profiles for p in ("fwd", "bwd")]
+    # live, a stage this GPU cannot run is another GPU's recording: its bars hatched, its hover and
+    # the subtitle saying where (measured_on's mark)
+    marked = marks(profiles)
+    owner = [s for s in profiles for _ in ("fwd", "bwd")]
     for kind, g in t.groupby("kind"):
         by = {f"{r.stage} {'fwd' if r.phase == 'forward' else 'bwd'}": r.us for r in g.itertuples()}
-        fig.add_bar(y=labels, x=[by.get(label, 0) for label in labels], name=kind, orientation="h",
-                    marker_color=KIND_COLORS.get(kind, KIND_COLORS["unknown"]),
-                    hovertemplate=f"{kind}<br>%{{y}}: %{{x:.1f}} µs<extra></extra>")
+        marker = dict(color=KIND_COLORS.get(kind, KIND_COLORS["unknown"]))
+        if marked:
+            marker["pattern"] = dict(shape=["/" if s in marked else "" for s in owner])
+        fig.add_bar(y=labels, x=[by.get(label, 0) for label in labels], name=kind, orientation="h", marker=marker,
+                    customdata=[marked.get(s, "") for s in owner],
+                    hovertemplate=f"{kind}<br>%{{y}}: %{{x:.1f}} µs"
+                                  + ("<br>%{customdata}" if marked else "") + "<extra></extra>")
     fig.update_layout(barmode="stack", xaxis_title="GPU µs in one step",
                       yaxis=dict(autorange="reversed", tickfont=dict(size=11)))
     _legend_room(fig, 160 + 22 * len(labels))
-    return _title(fig, "One training step: forward and backward", "GPU time stacked by kernel kind, decoded from its name")
+    note = hatched_note(profiles)
+    return _title(fig, "One training step: forward and backward", "GPU time stacked by kernel kind, decoded from its name"
+                  + (f" · {note}" if note else ""))
 
 
 # --- what autograd keeps ---------------------------------------------------------------------------
@@ -111,10 +123,10 @@ def held_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
                      "seq×seq tensors saved": len({s.get("storage", i) for i, s in enumerate(sxs)}) if not t.get("hooks_error") else None,
                      "saved tensors (shape dtype)": "; ".join(
                          f"{'×'.join(map(str, s['shape'])) or 'scalar'} {s['dtype']}" for s in saved) or
-                     ("not visible to saved_tensors_hooks" if t.get("hooks_error") else "none"),
+                     ("not visible to saved_tensors_hooks" if t.get("hooks_error") else "nothing beyond the inputs"),
                      "one S×S bf16 MiB": round(score_bytes(shape) / MIB, 1),
                      "logsumexp fp32 MiB": round(lse_bytes(shape) / MIB, 2)})
-    return pd.DataFrame(rows)
+    return mark_gpus(pd.DataFrame(rows), profiles)
 
 
 def _plain(value):
@@ -619,7 +631,7 @@ def timer_table(profiles: Mapping[str, Profile]) -> pd.DataFrame:
     if any(r["bound"] == NO_TIMER_WORDS for r in rows):
         caption += f" {NO_TIMER[0].upper() + NO_TIMER[1:]}."
     table.attrs["caption"] = caption
-    return table
+    return mark_gpus(table, profiles)
 
 
 def glue_work(work: pd.DataFrame, kernels: pd.DataFrame | None = None) -> dict:

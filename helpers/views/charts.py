@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.io.base_renderers import ColabRenderer, MimetypeRenderer, PlotlyRenderer
 
+from ..core.measured_on import hatched_note, marks
 from ..core.profile import Profile
 
 from ..core.palette import KIND_COLORS, MUTED, SERIES_COLORS  # noqa: F401  (the book's one palette)
@@ -333,30 +334,72 @@ def stage_summaries(profiles: Sequence[Profile]) -> pd.DataFrame:
     return pd.DataFrame(rows).reset_index(drop=True)
 
 
+# a bar of a stage measured on another GPU than the page's (live, one this GPU cannot run is its
+# recording): hatched, in a trace of its own whose legend entry and hover carry measured_on's mark
+ELSEWHERE_PATTERN = "/"
+
+
+def _split_by_gpu(profiles: Sequence[Profile]) -> list[tuple[list[Profile], str]]:
+    """The profiles in groups to draw as one trace each: the page's own GPU's first (mark ""),
+    then each other GPU's, with its mark (the stages of one GPU share one)."""
+    marked = marks(profiles)
+    groups: dict[str, list[Profile]] = {}
+    for prof in profiles:
+        groups.setdefault(marked.get(prof.stage, ""), []).append(prof)
+    return [(group, mark) for mark, group in sorted(groups.items(), key=lambda kv: kv[0] != "")]
+
+
+def _marker(color: str, mark: str) -> dict:
+    """A bar's marker: hatched where `mark` says it was measured on another GPU."""
+    return dict(color=color, pattern=dict(shape=ELSEWHERE_PATTERN)) if mark else dict(color=color)
+
+
+def _marked_name(label: str, mark: str) -> str:
+    """A legend entry carrying measured_on's mark on a line of its own (a phone's legend is narrow)."""
+    return f"{label},<br>{mark}" if mark else label
+
+
+def _subtitle_gpus(profiles: Sequence[Profile], fallback: str) -> str:
+    """The subtitle's source: one GPU's line, or (two GPUs) which stages are hatched and where they ran."""
+    return hatched_note(profiles) or fallback
+
+
 def gpu_events_per_forward(profiles: Sequence[Profile]) -> go.Figure:
-    """GPU events (kernels + memcpy + memset) per forward, one bar per stage."""
-    table = stage_summaries(profiles)
-    fig = go.Figure(go.Bar(x=table["stage"], y=table["gpu_events"], text=table["gpu_events"],
-                           textposition="outside", marker_color=SERIES_COLORS["GPU time"],
-                           hovertemplate="%{x}: %{y} GPU events per forward<extra></extra>"))
-    fig.update_layout(yaxis_title="GPU events per forward", height=380)
-    return _title(fig, "GPU events per forward", _source(profiles[-1]))
+    """GPU events (kernels + memcpy + memset) per forward, one bar per stage; a stage measured on
+    another GPU hatched, its legend entry saying where."""
+    fig = go.Figure()
+    for group, mark in _split_by_gpu(profiles):
+        table = stage_summaries(group)
+        fig.add_bar(x=table["stage"], y=table["gpu_events"], text=table["gpu_events"], textposition="outside",
+                    name=_marked_name("GPU events", mark), showlegend=bool(mark),
+                    marker=_marker(SERIES_COLORS["GPU time"], mark),
+                    hovertemplate="%{x}: %{y} GPU events per forward" + (f", {mark}" if mark else "")
+                                  + "<extra></extra>")
+    fig.update_layout(yaxis_title="GPU events per forward", height=380, barmode="relative",
+                      xaxis=dict(categoryorder="array", categoryarray=[p.stage for p in profiles]))
+    return _title(fig, "GPU events per forward", _subtitle_gpus(profiles, _source(profiles[-1])))
 
 
 def gpu_and_cpu_time(profiles: Sequence[Profile]) -> go.Figure:
-    """GPU time and CPU time per forward, side by side, for each stage."""
-    table = stage_summaries(profiles)
+    """GPU time and CPU time per forward, side by side, for each stage; a stage measured on
+    another GPU hatched, its legend entries saying where."""
     fig = go.Figure()
-    for label, column in (("GPU time", "gpu_time_us"), ("CPU time", "cpu_time_us")):
-        fig.add_bar(x=table["stage"], y=table[column], name=label,
-                    marker_color=SERIES_COLORS[label],
-                    hovertemplate="%{x}: %{y:.1f} µs " + label + " per forward<extra></extra>")
-    fig.update_layout(barmode="group", yaxis_title="µs per forward (the last profiled step)", height=400)
+    for group, mark in _split_by_gpu(profiles):
+        table = stage_summaries(group)
+        for label, column in (("GPU time", "gpu_time_us"), ("CPU time", "cpu_time_us")):
+            # one offset group per series: a hatched GPU bar sits where the others' GPU bars do
+            fig.add_bar(x=table["stage"], y=table[column], name=_marked_name(label, mark), offsetgroup=label,
+                        marker=_marker(SERIES_COLORS[label], mark),
+                        hovertemplate="%{x}: %{y:.1f} µs " + label + " per forward"
+                                      + (f", {mark}" if mark else "") + "<extra></extra>")
+    fig.update_layout(barmode="group", yaxis_title="µs per forward (the last profiled step)", height=400,
+                      xaxis=dict(categoryorder="array", categoryarray=[p.stage for p in profiles]))
     regions = set(prof.annotation for prof in profiles)
     cpu = (f"the {regions.pop()} annotation" if len(regions) == 1 and None not in regions
            else "each profile's annotation (or its whole step)")
+    note = hatched_note(profiles)
     return _title(fig, "GPU time and CPU time per forward",
-                  f"GPU: sum of the forward's GPU events · CPU: {cpu}")
+                  f"GPU: sum of the forward's GPU events · CPU: {cpu}" + (f" · {note}" if note else ""))
 
 
 # the timeline draws at most this many bars per kind of lane (CPU ops, launches, GPU events);
@@ -535,11 +578,20 @@ def timeline(prof: Profile, step: int | None = None, window: tuple[float, float]
 
 
 def sweep_lines(table: pd.DataFrame, x: str = "seq", y: str = "gpu_time_us") -> go.Figure:
-    """GPU time per forward against one shape parameter, a line per stage (a Session's `sweep`)."""
+    """GPU time per forward against one shape parameter, a line per stage (a Session's `sweep`); a
+    stage measured on another GPU (its `elsewhere` mark) dashed, its legend entry saying where."""
     fig = go.Figure()
+    marked = []
     for stage, rows in table.groupby("stage", sort=False):
         rows = rows.sort_values(x)
-        fig.add_scatter(x=rows[x], y=rows[y], mode="lines+markers", name=stage,
-                        hovertemplate=f"{stage}<br>{x} %{{x}}: %{{y:.1f}} µs<extra></extra>")
+        mark = "; ".join(dict.fromkeys(m for m in rows.get("elsewhere", pd.Series(dtype=str)).fillna("") if m))
+        marked += [stage] if mark else []
+        fig.add_scatter(x=rows[x], y=rows[y], mode="lines+markers", name=_marked_name(stage, mark),
+                        line=dict(dash="dash") if mark else None,
+                        hovertemplate=f"{stage}<br>{x} %{{x}}: %{{y:.1f}} µs" + (f"<br>{mark}" if mark else "")
+                                      + "<extra></extra>")
     fig.update_layout(xaxis_title=x, yaxis_title="GPU µs per forward", yaxis_type="log", height=420)
-    return _title(fig, f"GPU time per forward against {x}", "log scale; each point is one profiled shape")
+    subtitle = "log scale; each point is one profiled shape"
+    if marked:
+        subtitle += f" · dashed: {', '.join(marked)}, measured on another GPU (its legend entry says which)"
+    return _title(fig, f"GPU time per forward against {x}", subtitle)

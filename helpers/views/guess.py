@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..core.measured_on import where
 from ..core.names import KINDS
 from ..core.profile import Profile
 from .render import script_json as _script_json, short_name
@@ -408,16 +409,28 @@ def choice_key(qid: str, question: str, options: Sequence[str], answer: str,
 def speed_key(prof: Profile, previous: Profile, qid: str | None = None,
               explained_by: tuple[str, str] = ("#gpu-and-cpu-time", "the GPU and CPU time chart")) -> dict:
     """Faster, slower or about the same on the GPU as the stage before, from the two traces' GPU
-    time, in the book's one definition (`helpers.core.bound.speed_words`: within 10% is the same)."""
+    time, in the book's one definition (`helpers.core.bound.speed_words`: within 10% is the same).
+    Where the two were measured on different GPUs (live, one this GPU cannot run is another GPU's
+    recording) the question and its answer say so, with measured_on's mark: the gap is partly the
+    GPUs' own, and the reader is told before guessing."""
     from ..core.bound import SPEED_WORDS, speed_words
+    from ..core.measured_on import marks
     now, before = prof.summary()["gpu_time_us"], previous.summary()["gpu_time_us"]
     answer = speed_words(now, before)
-    return choice_key(qid or f"{prof.stage}-speed",
-                      f"Will one forward of {prof.stage} be faster, slower or about the same on the GPU as "
-                      f"{previous.stage}?",
-                      list(SPEED_WORDS), answer,
-                      f"{answer}: {now:,.1f} µs of GPU time against {before:,.1f} µs for {previous.stage}",
-                      explained_by)
+    pair = {prof.stage: prof, previous.stage: previous}
+    marked = marks(pair)
+    question = (f"Will one forward of {prof.stage} be faster, slower or about the same on the GPU as "
+                f"{previous.stage}?")
+    text = f"{answer}: {now:,.1f} µs of GPU time against {before:,.1f} µs for {previous.stage}"
+    if marked:
+        # live, one of the two is another GPU's recording: say it in the question and the answer
+        (name, mark), = marked.items()
+        other = prof if name == previous.stage else previous
+        two = (f"Two GPUs: {name} is {mark}, {other.stage} {where(other)}; the gap is partly the GPUs' "
+               f"own, not only the stages'.")
+        question += f" ({two})"
+        text += f". {two}"
+    return choice_key(qid or f"{prof.stage}-speed", question, list(SPEED_WORDS), answer, text, explained_by)
 
 
 # ------------------------------------------------------------------------------------ HTML

@@ -1,10 +1,12 @@
 """The tables a reader sees: one forward's kernels, ops and per-stage summaries."""
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from typing import Mapping, Sequence
 
 import pandas as pd
 
+from ..core.measured_on import as_profiles, caption_note, marks, measured_column
 from ..core.bound import BUSY_TIMERS, BUSY_TRACE, LINE, NO_TIMER, of_call, words
 from ..core.names import decode
 from ..core.profile import Profile
@@ -12,6 +14,32 @@ from ..core.stages import DEFAULT_SHAPE, STAGES, get_stage
 from ..core.article import reference_columns
 from .verdicts import Verdict
 
+MEASURED_ON = "measured on"   # the column a table of stages from two GPUs gains (measured_on.measured_column)
+
+
+def mark_gpus(frame: pd.DataFrame, profiles: Mapping[str, Profile | None] | Sequence[Profile]) -> pd.DataFrame:
+    """`frame` with its stages of another GPU marked, where its stages come from two GPUs (live, a
+    stage this GPU cannot run is another GPU's recording); unchanged on one GPU. A table of one row
+    per stage (indexed by stage, or with a "stage" column) gains a first "measured on" column; a
+    table of one column per stage ("sdpa_flash µs", "kernel in naive") has each such column's label
+    end in its mark. The caption says which ran where. Every table that sets stages side by side
+    goes through here, so a figure of another GPU always says so."""
+    given = as_profiles(profiles)
+    column = measured_column(given)
+    if column is None:
+        return frame
+    out = frame.copy()
+    stages = [str(s) for s in (out["stage"] if "stage" in out.columns else out.index)]
+    if any(s in column for s in stages):
+        out.insert(0, MEASURED_ON, [column.get(s, "") for s in stages])
+    else:
+        marked = marks(given)
+        out = out.rename(columns=lambda c: next((f"{c} ({m})" for name, m in marked.items()
+                                                 if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", str(c))), c))
+    out.attrs = dict(frame.attrs)
+    note = caption_note(given)
+    out.attrs["caption"] = f"{frame.attrs['caption']} {note}" if frame.attrs.get("caption") else note
+    return out
 
 
 def kernel_table(prof: Profile, step: int | None = None, occupancy: bool = False) -> pd.DataFrame:
@@ -62,7 +90,7 @@ def summary_table(profiles: Sequence[Profile]) -> pd.DataFrame:
                      "GPU µs": round(s["gpu_time_us"], 1), "CPU µs": round(s["cpu_time_us"], 1),
                      "do_bench µs": None if s["do_bench_us"] is None else round(s["do_bench_us"], 1),
                      "aten ops": s["aten_ops"]})
-    return pd.DataFrame(rows).set_index("stage")
+    return mark_gpus(pd.DataFrame(rows).set_index("stage"), profiles)
 
 
 def stage_lesson(stage: str, revealed: dict[str, list[Verdict]]) -> Verdict | None:
@@ -97,7 +125,7 @@ def at_a_glance(profiles: dict, revealed: dict[str, list[Verdict]]) -> pd.DataFr
     frame.attrs = {"expand": {"verdict from the trace": "every verdict"},
                    "caption": f"Measured: {'; '.join(where)}. GPU and CPU time of one forward (the last "
                               f"profiled step); the CPU time includes the profiler's own overhead."}
-    return frame
+    return mark_gpus(frame, profiles)
 
 
 def decoded_fields(prof: Profile, step: int | None = None) -> pd.DataFrame:
@@ -155,4 +183,4 @@ def timer_agreement(profiles: dict) -> pd.DataFrame:
         caption += (f" No verdict for {', '.join(untimed)}: the caller's timer did not time "
                     f"{'it' if len(untimed) == 1 else 'them'}; do_bench's figure decides nothing.")
     frame.attrs = {"caption": caption}
-    return frame
+    return mark_gpus(frame, profiles)

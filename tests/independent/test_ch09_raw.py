@@ -161,3 +161,8 @@ def test_right_of_the_ridge_is_not_bound_by_compute(raw, page):
     assert g["compute"].replace(" and ", ", ") == ", ".join(shares)
     assert g["compute_pct_min"] == f"{min(shares.values()):.0f}" and g["compute_pct_max"] == f"{max(shares.values()):.0f}"
     assert max(shares.values()) < 60
+    # the sentence the page prints names the same stages and the same range (several stages here)
+    names = list(shares)
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    assert g["compute_sentence"].startswith(f"Under the compute roof, right of the ridge: {listed}. ")
+    assert f"reach {min(shares.values()):.0f}–{max(shares.values()):.0f}% of it" in g["compute_sentence"]
