@@ -323,3 +323,23 @@ def test_the_counters_pages_never_mix_two_gpus(t4):
     pts = roofline.points(c, roof, roofline.timings(timed),
                           shapes=[c.default_shape])
     assert set(pts["stage"]) <= {p.stage for p in timed}
+
+
+def test_the_pinned_context_price_is_never_read_across_two_gpus(t4, monkeypatch):
+    """08's price of entering sdpa_kernel(...) sets sdpa_auto's loop against sdpa_cudnn's: with
+    sdpa_cudnn fallen back to the H200's recording, the page says it cannot, and prices nothing."""
+    from helpers import prose
+    live = capturing.capture
+
+    def capture(stage, *args, **kwargs):
+        if stage == "sdpa_cudnn":
+            raise StageUnavailable("cuDNN attention needs an sm 8.0+ GPU.")
+        return live(stage, *args, **kwargs)
+
+    monkeypatch.setattr(capturing, "capture", capture)
+    profiles = helpers.Session().stages(["sdpa_cudnn", "sdpa_auto"])
+    text = prose.glue_pinned_cost(profiles)["pinned"]
+    assert text == (f"Here sdpa_cudnn was {MARK}: two GPUs' loops cannot price entering sdpa_kernel(...) "
+                    "on every call.")
+    replayed = helpers.Session(mode="replay").stages(["sdpa_cudnn", "sdpa_auto"])
+    assert "µs per call" in prose.glue_pinned_cost(replayed)["pinned"]

@@ -186,7 +186,13 @@ def glue_pinned_cost(profiles: dict) -> dict:
     auto = next((n for n in profiles if STAGES.get(n) is not None and STAGES[n].dispatched), None)
     twins = [] if auto is None else [n for n in PINNED_BACKENDS if n in profiles and names(n) == names(auto)]
     timed = {n: of_call(profiles[n].summary()) for n in ([auto] + twins if auto else [])}
-    if auto is None or not twins:
+    from ..core.measured_on import marks
+    other = marks({n: profiles[n] for n in ([auto] + twins if auto else [])})
+    if auto is not None and twins and (auto in other or twins[0] in other):
+        name = auto if auto in other else twins[0]
+        text = (f"Here {name} was {other[name]}: two GPUs' loops cannot price entering sdpa_kernel(...) on "
+                "every call.")
+    elif auto is None or not twins:
         text = ("Here no pinned stage runs the very kernels that SDPA picks by itself, so this recording cannot "
                 "separate what entering sdpa_kernel(...) costs from a different kernel's time.")
     elif any(b is None for b in timed.values()):
