@@ -337,6 +337,21 @@ def executed_notebook(build: Path, name: str):
     return nbformat.read(path, as_version=4)
 
 
+def built_glue(build: Path, name: str) -> dict[str, str]:
+    """What notebooks/<name>.ipynb glued in the book build's own execution, by name, as myst-nb's
+    text/plain (quotes stripped): myst-nb writes its glue store beside the executed notebook
+    (`_build/jupyter_execute/notebooks/<name>.glue.json`), so a check of the page's glued values
+    reads the one execution the page shows instead of executing the notebook again."""
+    path = build / "jupyter_execute" / "notebooks" / f"{name}.glue.json"
+    assert path.exists(), f"{path} is missing: the build did not execute {name}, or it glued nothing"
+    store = json.loads(path.read_text(encoding="utf-8"))
+    out = {key: entry["data"]["text/plain"].strip("'\"") for key, entry in store.items()
+           if "text/plain" in entry.get("data", {})}
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    out["__markdown__"] = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return out
+
+
 def executed_glue(name: str) -> dict[str, str]:
     """Execute notebooks/<name>.ipynb with nbclient (a kernel of its own, this process's
     environment) and return what it glued, by name, as myst-nb's text/plain (quotes stripped). The
