@@ -63,10 +63,10 @@ def cuda_available() -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the load groups added here
 def pytest_collection_modifyitems(config, items):
-    # the tests that read the book build come last: the build runs in the background meanwhile
-    items.sort(key=lambda item: bool(BOOK_FIXTURES & set(getattr(item, "fixturenames", ()))))
-    _keep_page_groups_together(items)
     _one_worker_per_module_fixture(items)
+    # the tests that read the book build come last: the build runs in the background meanwhile
+    items.sort(key=_reads_the_book(items).__getitem__)
+    _keep_page_groups_together(items)
     _name_load_groups(config, items)
     if cuda_available():
         return
@@ -78,6 +78,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def _group_of(item) -> str:
+    mark = item.get_closest_marker("xdist_group")
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "")) if mark else ""
+
+
+def _reads_the_book(items) -> dict:
+    """Per item: does it, or a test of its xdist load group, read the build? pytest-xdist sends a
+    group where its first test stands: a group whose first test needs no build (test_ledger_book's
+    planted-ledger check, in the book group) sent the whole book group to a worker mid-run, which
+    then waited for the build while the other worker ran the rest alone. A group is late as a
+    whole."""
+    reads = {item: bool(BOOK_FIXTURES & set(getattr(item, "fixturenames", ()))) for item in items}
+    late_groups = {_group_of(item) for item in items if reads[item]} - {""}
+    return {item: reads[item] or _group_of(item) in late_groups for item in items}
+
+
 def _keep_page_groups_together(items) -> None:
     """The checks that share one page's loads (test_browser.page_group: an xdist group named
     page-<path>) run one after the other, where the first of them stood: pytest-xdist's loadgroup
@@ -86,8 +102,7 @@ def _keep_page_groups_together(items) -> None:
     first: dict[str, int] = {}
     keys = []
     for i, item in enumerate(items):
-        mark = item.get_closest_marker("xdist_group")
-        name = (mark.args[0] if mark.args else mark.kwargs.get("name", "")) if mark else ""
+        name = _group_of(item)
         keys.append(first.setdefault(name, i) if str(name).startswith("page-") else i)
     order = sorted(range(len(items)), key=keys.__getitem__)  # stable: a group keeps its own order
     items[:] = [items[i] for i in order]
