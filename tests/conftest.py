@@ -65,8 +65,10 @@ def cuda_available() -> bool:
 def pytest_collection_modifyitems(config, items):
     _one_worker_per_module_fixture(items)
     # the tests that read the book build come last: the build runs in the background meanwhile
-    items.sort(key=_reads_the_book(items).__getitem__)
+    late = _reads_the_book(items)
+    items.sort(key=late.__getitem__)
     _keep_page_groups_together(items)
+    _longest_first_after_the_build(items, late)
     _name_load_groups(config, items)
     if cuda_available():
         return
@@ -106,6 +108,19 @@ def _keep_page_groups_together(items) -> None:
         keys.append(first.setdefault(name, i) if str(name).startswith("page-") else i)
     order = sorted(range(len(items)), key=keys.__getitem__)  # stable: a group keeps its own order
     items[:] = [items[i] for i in order]
+
+
+def _longest_first_after_the_build(items, late: dict) -> None:
+    """Among the tests that wait for the build, the book group first (one long unit, on one
+    worker), then the tests on their own (the live charts, the guess pages: some of the longest),
+    then the page groups (many units of a few seconds each): the two workers then finish close
+    together, instead of one running the last long test while the other waits."""
+    def rank(item) -> int:
+        if not late[item]:
+            return 0
+        group = _group_of(item)
+        return 1 if group == "book" else 3 if group.startswith("page-") else 2
+    items.sort(key=rank)  # stable: each rank keeps its order, a page group stays together
 
 
 def _one_worker_per_module_fixture(items) -> None:
@@ -278,6 +293,8 @@ def _start_book_build(config) -> None:
     thread = threading.Thread(target=finish, daemon=True)
     thread.start()
     _background.update(proc=proc, thread=thread)
+    if not config.pluginmanager.hasplugin("xdist") or not getattr(config.option, "numprocesses", None):
+        _yield_to_the_build()  # one process: this one runs the tests beside the build
 
 
 def pytest_collection_finish(session):
@@ -293,10 +310,25 @@ class _XdistController:
             _start_book_build(node.config)
 
 
+# The build is the run's longest chain (every notebook, one after the other, then its readers):
+# the processes that run tests beside it yield it the CPU (a higher nice value), and take what it
+# leaves; once it is done they run alone, and their nice value no longer matters.
+TESTS_BESIDE_THE_BUILD_NICE = 5
+
+
+def _yield_to_the_build() -> None:
+    try:
+        os.nice(TESTS_BESIDE_THE_BUILD_NICE)
+    except (AttributeError, OSError):  # no os.nice (Windows): the run is only slower
+        pass
+
+
 def pytest_configure(config):
     # registered only where xdist is (its hooks are unknown without it)
     if config.pluginmanager.hasplugin("xdist") and "PYTEST_XDIST_WORKER" not in os.environ:
         config.pluginmanager.register(_XdistController(), "attention-profiled-book-controller")
+    if "PYTEST_XDIST_WORKER" in os.environ and not os.environ.get("ATTN_PROFILED_BOOK_HTML"):
+        _yield_to_the_build()  # a worker: the controller may start the build (no build given)
 
 
 def pytest_sessionfinish(session):

@@ -223,6 +223,14 @@ class SharedVisits:
             self.open.pop(next(iter(self.open))).close()
         return v
 
+    def take(self, browser, base: str, path: str, theme: str, viewport: tuple[int, int]) -> Visit:
+        """The view as get() gives it, taken out of the shared ones, for a check that changes it
+        for good (questions answered): the last check of its page group; a check after it would
+        load the page again. The caller closes it."""
+        v = self.get(browser, base, path, theme, viewport)
+        del self.open[(id(browser), base, path, theme, tuple(viewport))]
+        return v
+
     def close_all(self) -> None:
         while self.open:
             self.open.pop(next(iter(self.open))).close()
@@ -252,6 +260,20 @@ def shared_visit(browser, server):
     def open_page(path: str, theme: str = "light", viewport: tuple[int, int] = LAPTOP) -> Visit:
         return _SHARED.get(browser, server, path, theme, viewport)
     return open_page
+
+
+@pytest.fixture
+def last_visit(browser, server):
+    """Like `shared_visit`, for the last check of a page group, which changes the page for good:
+    the shared load is taken (SharedVisits.take) and closed after the test."""
+    taken: list[Visit] = []
+
+    def open_page(path: str, theme: str = "light", viewport: tuple[int, int] = LAPTOP) -> Visit:
+        taken.append(_SHARED.take(browser, server, path, theme, viewport))
+        return taken[-1]
+    yield open_page
+    for v in taken:
+        v.close()
 
 
 # --- the JavaScript probes ---------------------------------------------------------------------
