@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import IN_CI, ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -51,6 +51,11 @@ LAPTOP, PHONE = (1400, 900), (390, 844)
 # every page: light and dark on a laptop, and on a phone (light: the layout is the same in dark)
 VIEWS = [("light", LAPTOP), ("dark", LAPTOP), ("light", PHONE)]
 MIN_CONTRAST = 3.0  # WCAG's floor for large text and graphics; body text is far above it
+# Full-page screenshots are for a person to look at (beside the build; the path is printed at the
+# end). CI (CI=true: a fresh clone whose temporary folders nobody opens) draws none: about 80 full
+# pages, drawn for no one, a minute of the 2-core run. ATTN_PROFILED_SCREENSHOTS=1 or 0 decides
+# otherwise. No check reads them.
+SCREENSHOTS = os.environ.get("ATTN_PROFILED_SCREENSHOTS", "0" if IN_CI else "1") != "0"
 
 
 def toc_pages() -> list[str]:
@@ -104,7 +109,7 @@ def book(book_build, request) -> Path:
 
     def report():
         reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
+        if reporter is not None and SCREENSHOTS:
             reporter.write_line(f"browser screenshots: {shots}")
     request.addfinalizer(report)
     return html_dir
@@ -565,7 +570,7 @@ def test_the_calculator_reads_on_a_laptop_and_a_phone(shared_visit, book, viewpo
     bad = contrast(v)
     assert not bad, "\n".join(bad)
     name = f"calculator__{viewport[0]}x{viewport[1]}__{theme}"
-    v.page.screenshot(path=str(book.parent / "screenshots" / f"{name}.png"), full_page=True)
+    shoot(v.page, book.parent / "screenshots" / f"{name}.png")
     v.page.locator(".apo-results").screenshot(path=str(book.parent / "screenshots" / f"{name}__results.png"))
     assert not v.problems, "\n".join(v.problems)
 
@@ -744,7 +749,10 @@ SHOT_MAX_PX = 12000  # a screenshot is for a person to look at: the API page is 
 
 
 def shoot(page, path: Path) -> None:
-    """A full-page screenshot, cut at SHOT_MAX_PX: drawing the API reference whole took 30 s."""
+    """A full-page screenshot, cut at SHOT_MAX_PX: drawing the API reference whole took 30 s (none
+    where SCREENSHOTS is off)."""
+    if not SCREENSHOTS:
+        return
     height = page.evaluate("() => document.documentElement.scrollHeight")
     width = page.viewport_size["width"]
     page.screenshot(path=str(path), full_page=True, clip={"x": 0, "y": 0, "width": width,
@@ -909,7 +917,7 @@ def test_live_charts_fit_the_screen(browser, book_build, how, size):
             bad += frame.evaluate(CHARTS_JS)
         shots = book_build / "screenshots"
         shots.mkdir(exist_ok=True)
-        page.screenshot(path=str(shots / f"live__{how}__{size[0]}.png"), full_page=True)
+        shoot(page, shots / f"live__{how}__{size[0]}.png")
         assert not bad, f"{len(bad)} of {charts} charts:\n" + "\n".join(bad)
         assert not problems, "\n".join(problems)
     finally:
