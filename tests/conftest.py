@@ -112,7 +112,8 @@ def _keep_page_groups_together(items) -> None:
 
 def _longest_first_after_the_build(items, late: dict) -> None:
     """Among the tests that wait for the build, the book group first (one long unit, on one
-    worker), then the tests on their own (the live charts, the guess pages: some of the longest),
+    worker), then the tests on their own (the live charts, chapter 7's calculator links: some of
+    the longest),
     then the page groups (many units of a few seconds each): the two workers then finish close
     together, instead of one running the last long test while the other waits."""
     def rank(item) -> int:
@@ -401,9 +402,9 @@ def built_glue(build: Path, name: str) -> dict[str, str]:
 
 def executed_glue(name: str) -> dict[str, str]:
     """Execute notebooks/<name>.ipynb with nbclient (a kernel of its own, this process's
-    environment) and return what it glued, by name, as myst-nb's text/plain (quotes stripped). The
-    book build's own execution cannot serve: myst-nb keeps glued values in its store and leaves
-    them out of _build/jupyter_execute."""
+    environment) and return what it glued, by name, as myst-nb's text/plain (quotes stripped): for a
+    configuration the build never executes (test_timer_pages: a set without timers.json). The
+    build's own values are `built_glue`'s."""
     require("myst_nb")  # without it glue is a no-op (the GPU machine has no book tools)
     import nbclient
     import nbformat

@@ -22,7 +22,7 @@ ATTN_PROFILED_BOOK_HTML, an existing _build/html, to iterate quickly), served by
 - the partial plotly.js bundle registers every trace type the built pages draw.
 
 A full-page screenshot of each page, theme and width goes to <build output>/_build/screenshots
-(the path is printed at the end of the session). Chromium is installed by the environment (.ci/run),
+(the path is printed at the end of the session; none in CI, see SCREENSHOTS). Chromium is installed by the environment (.ci/run),
 never by the test.
 """
 from __future__ import annotations
