@@ -63,10 +63,12 @@ def cuda_available() -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the load groups added here
 def pytest_collection_modifyitems(config, items):
-    # the tests that read the book build come last: the build runs in the background meanwhile
-    items.sort(key=lambda item: bool(BOOK_FIXTURES & set(getattr(item, "fixturenames", ()))))
-    _keep_page_groups_together(items)
     _one_worker_per_module_fixture(items)
+    # the tests that read the book build come last: the build runs in the background meanwhile
+    late = _reads_the_book(items)
+    items.sort(key=late.__getitem__)
+    _keep_page_groups_together(items)
+    _longest_first_after_the_build(items, late)
     _name_load_groups(config, items)
     if cuda_available():
         return
@@ -78,6 +80,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def _group_of(item) -> str:
+    mark = item.get_closest_marker("xdist_group")
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "")) if mark else ""
+
+
+def _reads_the_book(items) -> dict:
+    """Per item: does it, or a test of its xdist load group, read the build? pytest-xdist sends a
+    group where its first test stands: a group whose first test needs no build (test_ledger_book's
+    planted-ledger check, in the book group) sent the whole book group to a worker mid-run, which
+    then waited for the build while the other worker ran the rest alone. A group is late as a
+    whole."""
+    reads = {item: bool(BOOK_FIXTURES & set(getattr(item, "fixturenames", ()))) for item in items}
+    late_groups = {_group_of(item) for item in items if reads[item]} - {""}
+    return {item: reads[item] or _group_of(item) in late_groups for item in items}
+
+
 def _keep_page_groups_together(items) -> None:
     """The checks that share one page's loads (test_browser.page_group: an xdist group named
     page-<path>) run one after the other, where the first of them stood: pytest-xdist's loadgroup
@@ -86,11 +104,24 @@ def _keep_page_groups_together(items) -> None:
     first: dict[str, int] = {}
     keys = []
     for i, item in enumerate(items):
-        mark = item.get_closest_marker("xdist_group")
-        name = (mark.args[0] if mark.args else mark.kwargs.get("name", "")) if mark else ""
+        name = _group_of(item)
         keys.append(first.setdefault(name, i) if str(name).startswith("page-") else i)
     order = sorted(range(len(items)), key=keys.__getitem__)  # stable: a group keeps its own order
     items[:] = [items[i] for i in order]
+
+
+def _longest_first_after_the_build(items, late: dict) -> None:
+    """Among the tests that wait for the build, the book group first (one long unit, on one
+    worker), then the tests on their own (the live charts, chapter 7's calculator links: some of
+    the longest),
+    then the page groups (many units of a few seconds each): the two workers then finish close
+    together, instead of one running the last long test while the other waits."""
+    def rank(item) -> int:
+        if not late[item]:
+            return 0
+        group = _group_of(item)
+        return 1 if group == "book" else 3 if group.startswith("page-") else 2
+    items.sort(key=rank)  # stable: each rank keeps its order, a page group stays together
 
 
 def _one_worker_per_module_fixture(items) -> None:
@@ -263,6 +294,8 @@ def _start_book_build(config) -> None:
     thread = threading.Thread(target=finish, daemon=True)
     thread.start()
     _background.update(proc=proc, thread=thread)
+    if not config.pluginmanager.hasplugin("xdist") or not getattr(config.option, "numprocesses", None):
+        _yield_to_the_build()  # one process: this one runs the tests beside the build
 
 
 def pytest_collection_finish(session):
@@ -278,10 +311,25 @@ class _XdistController:
             _start_book_build(node.config)
 
 
+# The build is the run's longest chain (every notebook, one after the other, then its readers):
+# the processes that run tests beside it yield it the CPU (a higher nice value), and take what it
+# leaves; once it is done they run alone, and their nice value no longer matters.
+TESTS_BESIDE_THE_BUILD_NICE = 5
+
+
+def _yield_to_the_build() -> None:
+    try:
+        os.nice(TESTS_BESIDE_THE_BUILD_NICE)
+    except (AttributeError, OSError):  # no os.nice (Windows): the run is only slower
+        pass
+
+
 def pytest_configure(config):
     # registered only where xdist is (its hooks are unknown without it)
     if config.pluginmanager.hasplugin("xdist") and "PYTEST_XDIST_WORKER" not in os.environ:
         config.pluginmanager.register(_XdistController(), "attention-profiled-book-controller")
+    if "PYTEST_XDIST_WORKER" in os.environ and not os.environ.get("ATTN_PROFILED_BOOK_HTML"):
+        _yield_to_the_build()  # a worker: the controller may start the build (no build given)
 
 
 def pytest_sessionfinish(session):
@@ -337,11 +385,26 @@ def executed_notebook(build: Path, name: str):
     return nbformat.read(path, as_version=4)
 
 
+def built_glue(build: Path, name: str) -> dict[str, str]:
+    """What notebooks/<name>.ipynb glued in the book build's own execution, by name, as myst-nb's
+    text/plain (quotes stripped): myst-nb writes its glue store beside the executed notebook
+    (`_build/jupyter_execute/notebooks/<name>.glue.json`), so a check of the page's glued values
+    reads the one execution the page shows instead of executing the notebook again."""
+    path = build / "jupyter_execute" / "notebooks" / f"{name}.glue.json"
+    assert path.exists(), f"{path} is missing: the build did not execute {name}, or it glued nothing"
+    store = json.loads(path.read_text(encoding="utf-8"))
+    out = {key: entry["data"]["text/plain"].strip("'\"") for key, entry in store.items()
+           if "text/plain" in entry.get("data", {})}
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    out["__markdown__"] = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return out
+
+
 def executed_glue(name: str) -> dict[str, str]:
     """Execute notebooks/<name>.ipynb with nbclient (a kernel of its own, this process's
-    environment) and return what it glued, by name, as myst-nb's text/plain (quotes stripped). The
-    book build's own execution cannot serve: myst-nb keeps glued values in its store and leaves
-    them out of _build/jupyter_execute."""
+    environment) and return what it glued, by name, as myst-nb's text/plain (quotes stripped): for a
+    configuration the build never executes (test_timer_pages: a set without timers.json). The
+    build's own values are `built_glue`'s."""
     require("myst_nb")  # without it glue is a no-op (the GPU machine has no book tools)
     import nbclient
     import nbformat

@@ -22,7 +22,7 @@ ATTN_PROFILED_BOOK_HTML, an existing _build/html, to iterate quickly), served by
 - the partial plotly.js bundle registers every trace type the built pages draw.
 
 A full-page screenshot of each page, theme and width goes to <build output>/_build/screenshots
-(the path is printed at the end of the session). Chromium is installed by the environment (.ci/run),
+(the path is printed at the end of the session; none in CI, see SCREENSHOTS). Chromium is installed by the environment (.ci/run),
 never by the test.
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import IN_CI, ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -51,6 +51,11 @@ LAPTOP, PHONE = (1400, 900), (390, 844)
 # every page: light and dark on a laptop, and on a phone (light: the layout is the same in dark)
 VIEWS = [("light", LAPTOP), ("dark", LAPTOP), ("light", PHONE)]
 MIN_CONTRAST = 3.0  # WCAG's floor for large text and graphics; body text is far above it
+# Full-page screenshots are for a person to look at (beside the build; the path is printed at the
+# end). CI (CI=true: a fresh clone whose temporary folders nobody opens) draws none: about 80 full
+# pages, drawn for no one, a minute of the 2-core run. ATTN_PROFILED_SCREENSHOTS=1 or 0 decides
+# otherwise. No check reads them.
+SCREENSHOTS = os.environ.get("ATTN_PROFILED_SCREENSHOTS", "0" if IN_CI else "1") != "0"
 
 
 def toc_pages() -> list[str]:
@@ -104,7 +109,7 @@ def book(book_build, request) -> Path:
 
     def report():
         reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
+        if reporter is not None and SCREENSHOTS:
             reporter.write_line(f"browser screenshots: {shots}")
     request.addfinalizer(report)
     return html_dir
@@ -223,6 +228,14 @@ class SharedVisits:
             self.open.pop(next(iter(self.open))).close()
         return v
 
+    def take(self, browser, base: str, path: str, theme: str, viewport: tuple[int, int]) -> Visit:
+        """The view as get() gives it, taken out of the shared ones, for a check that changes it
+        for good (questions answered): the last check of its page group; a check after it would
+        load the page again. The caller closes it."""
+        v = self.get(browser, base, path, theme, viewport)
+        del self.open[(id(browser), base, path, theme, tuple(viewport))]
+        return v
+
     def close_all(self) -> None:
         while self.open:
             self.open.pop(next(iter(self.open))).close()
@@ -252,6 +265,20 @@ def shared_visit(browser, server):
     def open_page(path: str, theme: str = "light", viewport: tuple[int, int] = LAPTOP) -> Visit:
         return _SHARED.get(browser, server, path, theme, viewport)
     return open_page
+
+
+@pytest.fixture
+def last_visit(browser, server):
+    """Like `shared_visit`, for the last check of a page group, which changes the page for good:
+    the shared load is taken (SharedVisits.take) and closed after the test."""
+    taken: list[Visit] = []
+
+    def open_page(path: str, theme: str = "light", viewport: tuple[int, int] = LAPTOP) -> Visit:
+        taken.append(_SHARED.take(browser, server, path, theme, viewport))
+        return taken[-1]
+    yield open_page
+    for v in taken:
+        v.close()
 
 
 # --- the JavaScript probes ---------------------------------------------------------------------
@@ -543,7 +570,7 @@ def test_the_calculator_reads_on_a_laptop_and_a_phone(shared_visit, book, viewpo
     bad = contrast(v)
     assert not bad, "\n".join(bad)
     name = f"calculator__{viewport[0]}x{viewport[1]}__{theme}"
-    v.page.screenshot(path=str(book.parent / "screenshots" / f"{name}.png"), full_page=True)
+    shoot(v.page, book.parent / "screenshots" / f"{name}.png")
     v.page.locator(".apo-results").screenshot(path=str(book.parent / "screenshots" / f"{name}__results.png"))
     assert not v.problems, "\n".join(v.problems)
 
@@ -722,7 +749,10 @@ SHOT_MAX_PX = 12000  # a screenshot is for a person to look at: the API page is 
 
 
 def shoot(page, path: Path) -> None:
-    """A full-page screenshot, cut at SHOT_MAX_PX: drawing the API reference whole took 30 s."""
+    """A full-page screenshot, cut at SHOT_MAX_PX: drawing the API reference whole took 30 s (none
+    where SCREENSHOTS is off)."""
+    if not SCREENSHOTS:
+        return
     height = page.evaluate("() => document.documentElement.scrollHeight")
     width = page.viewport_size["width"]
     page.screenshot(path=str(path), full_page=True, clip={"x": 0, "y": 0, "width": width,
@@ -744,7 +774,7 @@ def live_figures(build: Path) -> list[tuple[str, dict]]:
     return figures
 
 
-def live_page(figures: list[tuple[str, dict]], width: int, how: str) -> str:
+def live_page(figures: list[tuple[str, dict]], how: str) -> str:
     """One page of charts at a notebook's output width: as JupyterLab draws the mimetype (the
     figure and its config, no script of ours), or each chart the Colab renderer's HTML, in its own
     frame as Colab shows an output."""
@@ -769,6 +799,76 @@ def live_page(figures: list[tuple[str, dict]], width: int, how: str) -> str:
             f".out{{display:block;width:100%;margin:12px 0}}</style></head><body>{''.join(parts)}</body></html>")
 
 
+# the two CDNs the Colab renderer's HTML names, each served by the live charts' local server under
+# its own path: the same bytes (plotly.js is checked against the tag's integrity hash), with
+# Chromium's HTTP cache on (Playwright's request routing turns it off: every one of 64 frames then
+# fetched and compiled its own 3.5 MB plotly.js)
+LIVE_CDNS = {"https://cdn.plot.ly/": "/cdn.plot.ly/", "https://cdnjs.cloudflare.com/ajax/libs/mathjax/": "/mathjax/"}
+_LIVE_PAGES: dict[tuple, str] = {}
+
+
+def live_page_once(build: Path, how: str, firsts: bool = False) -> tuple[str, int]:
+    """live_page and its number of charts, built once per run (both widths share it: the page does
+    not depend on the width): every chart of the build, or (firsts) the first of each notebook."""
+    key = (build, how, firsts)
+    if key not in _LIVE_PAGES:
+        figures = live_figures(build)
+        assert len(figures) >= 20, f"only {len(figures)} charts in the executed notebooks"
+        if firsts:
+            by_notebook: dict[str, tuple[str, dict]] = {}
+            for where, bundle in figures:
+                by_notebook.setdefault(where.split(" cell ")[0], (where, bundle))
+            figures = list(by_notebook.values())
+        _LIVE_PAGES[key] = live_page(figures, how), len(figures)
+    return _LIVE_PAGES[key]
+
+
+class LiveServer:
+    """A local HTTP server for the live charts: the page (`page`, set once the address is known)
+    at /, plotly.js at /plotly.min.js and at the CDN's path (LIVE_CDNS), an empty MathJax (no chart
+    here typesets math), each cacheable."""
+
+    def __init__(self, plotly_js: bytes):
+        import http.server
+        import threading
+        server = self
+        self.page = ""
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                path = self.path.split("?")[0]
+                if path.startswith(LIVE_CDNS["https://cdn.plot.ly/"]) and path.endswith(".min.js"):
+                    body, kind = plotly_js, "application/javascript"
+                elif path.startswith(LIVE_CDNS["https://cdnjs.cloudflare.com/ajax/libs/mathjax/"]):
+                    body, kind = b"", "application/javascript"
+                elif path == "/plotly.min.js":
+                    body, kind = plotly_js, "application/javascript"
+                elif path == "/":
+                    body, kind = server.page.encode(), "text/html; charset=utf-8"
+                elif path == "/favicon.ico":  # asked for by the browser itself, not by the page
+                    body, kind = b"", "image/x-icon"
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "max-age=3600")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 @pytest.mark.parametrize("how", ["jupyterlab", "colab"])
 @pytest.mark.parametrize("size", [PHONE, LAPTOP], ids=["390", "1400"])
 def test_live_charts_fit_the_screen(browser, book_build, how, size):
@@ -776,43 +876,36 @@ def test_live_charts_fit_the_screen(browser, book_build, how, size):
     ours; Colab: the book's Colab renderer, plotly.js from its CDN and chart_fit.js), keeps its
     title and legend inside the chart and clear of each other at 390 and 1400 px."""
     import plotly
-    figures = live_figures(book_build)
-    assert len(figures) >= 20, f"only {len(figures)} charts in the executed notebooks"
-    if how == "colab" and size == LAPTOP:
-        # Colab draws each output in its own frame with its own plotly.js: every chart costs ~2.5 s
-        # of the 2-core CI. At 390 px (where titles and legends collide) every chart is checked;
-        # at 1400 px the first chart of each notebook, which exercises the renderer and chart_fit.js
-        # as the others do (JupyterLab's mimetype still draws every chart at 1400 px).
-        firsts: dict[str, tuple[str, dict]] = {}
-        for where, bundle in figures:
-            firsts.setdefault(where.split(" cell ")[0], (where, bundle))
-        figures = list(firsts.values())
+    # Colab draws each output in its own frame with its own plotly.js: every chart costs ~2.5 s of
+    # the 2-core CI. At 390 px (where titles and legends collide) every chart is checked; at 1400 px
+    # the first chart of each notebook, which exercises the renderer and chart_fit.js as the others
+    # do (JupyterLab's mimetype still draws every chart at 1400 px).
+    page_html, charts = live_page_once(book_build, how, firsts=how == "colab" and size == LAPTOP)
+    if how == "colab":
+        # each frame names both CDNs once; served here from the local server's paths for them
+        frames = page_html.count("<iframe ")
+        assert frames == charts and all(page_html.count(htmllib.escape(f'src="{cdn}', quote=True)) == frames
+                                        for cdn in LIVE_CDNS), "a Colab output that loads no plotly.js or MathJax"
     plotly_js = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
-    width = size[0] - 32
-    page_html = live_page(figures, width, how)
+    server = LiveServer(plotly_js)
+    for cdn, path in LIVE_CDNS.items():  # same origin as the page: a same-origin fetch, integrity checked
+        page_html = page_html.replace(htmllib.escape(f'src="{cdn}', quote=True),
+                                      htmllib.escape(f'src="{server.base}{path}', quote=True))
+    server.page = page_html
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     problems: list[str] = []
 
-    def route(r):
-        url = r.request.url
-        if url == "http://live.test/":
-            r.fulfill(body=page_html, content_type="text/html")
-        elif url.endswith("/plotly.min.js") or url.startswith("https://cdn.plot.ly/"):
-            r.fulfill(body=plotly_js, content_type="application/javascript",  # Colab's CDN, here
-                      headers={"Cache-Control": "max-age=3600"})
-        elif url.startswith("https://cdnjs.cloudflare.com/ajax/libs/mathjax/"):
-            r.fulfill(body="", content_type="application/javascript")  # no chart here typesets math
-        else:
-            problems.append(f"request outside the page: {url}")
-            r.abort()
-    context.route("**/*", route)
+    def request(r):  # no request routing (it turns the cache off): every other request is a problem
+        if not r.url.startswith((server.base + "/", "data:", "about:", "blob:")):
+            problems.append(f"request outside the page: {r.url}")
+    context.on("request", request)
     page = context.new_page()
     page.on("pageerror", lambda e: problems.append(f"uncaught exception: {e}"))
     page.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text}"))
     try:
-        page.goto("http://live.test/", wait_until="load", timeout=300000)  # Colab: a plotly.js a frame
+        page.goto(server.base + "/", wait_until="load", timeout=300000)  # Colab: a plotly.js a frame
         frames = [page.main_frame] if how == "jupyterlab" else page.main_frame.child_frames
-        assert len(frames) == 1 or len(frames) == len(figures)
+        assert len(frames) == 1 or len(frames) == charts
         bad = []
         for frame in frames:
             frame.wait_for_function("() => [...document.querySelectorAll('.plotly-graph-div')]"
@@ -824,11 +917,12 @@ def test_live_charts_fit_the_screen(browser, book_build, how, size):
             bad += frame.evaluate(CHARTS_JS)
         shots = book_build / "screenshots"
         shots.mkdir(exist_ok=True)
-        page.screenshot(path=str(shots / f"live__{how}__{size[0]}.png"), full_page=True)
-        assert not bad, f"{len(bad)} of {len(figures)} charts:\n" + "\n".join(bad)
+        shoot(page, shots / f"live__{how}__{size[0]}.png")
+        assert not bad, f"{len(bad)} of {charts} charts:\n" + "\n".join(bad)
         assert not problems, "\n".join(problems)
     finally:
         context.close()
+        server.close()
 
 
 # --- the trace behind each stage page (after the reading checks: its status line is on the page) -

@@ -15,7 +15,7 @@ from helpers.chapters import claims, compiled, flex
 from helpers.core import inductor
 from helpers.sources.replay import recorded_shapes
 from helpers.core.stages import SLIDING_WINDOW
-from conftest import executed_glue, raw_document, raw_last_step, require
+from conftest import BOOK_GROUP, built_glue, raw_document, raw_last_step, require
 
 STAGES = ("naive", "naive_compiled", "sdpa_flash", "flex", "flex_sliding")
 
@@ -325,16 +325,18 @@ def test_live_flex_records_the_mask_set_up_outside_the_forward():
 
 # --- the pages' prose: every glued number, from the traces ----------------------------------------
 
-def glued(name: str, monkeypatch) -> dict:
-    """Execute a notebook in replay and return what it glued, by name (as the book shows it)."""
-    monkeypatch.setenv("ATTN_PROFILED_MODE", "replay")
-    out = executed_glue(name)
+def glued(build, name: str) -> dict:
+    """What a notebook glued in the book build's execution (replay: no GPU here), by name, as the
+    book shows it: the page's own values, not a second execution of the notebook."""
+    require("myst_nb")  # without it glue is a no-op (the GPU machine has no book tools)
+    out = built_glue(build, name)
     out.pop("__markdown__")
     return out
 
 
-def test_compiled_page_glues_the_traces_figures(profiles, monkeypatch):
-    g = glued("06b_naive_compiled", monkeypatch)
+@BOOK_GROUP  # reads the build: with the other readers, after it (not in this module's group)
+def test_compiled_page_glues_the_traces_figures(profiles, book_build):
+    g = glued(book_build, "06b_naive_compiled")
     c, n = profiles["naive_compiled"], profiles["naive"]
     assert int(g["naive_compiled_gpu_events"]) == len(raw_forward(c)[0])
     assert int(g["naive_gpu_events"]) == len(raw_forward(n)[0])
@@ -347,8 +349,9 @@ def test_compiled_page_glues_the_traces_figures(profiles, monkeypatch):
     assert g["compiled_first_over_call"] == f"{prov['first_call_seconds'] * 1e6 / later_c:,.0f}"
 
 
-def test_flex_page_glues_the_traces_figures(profiles, monkeypatch):
-    g = glued("06c_flex", monkeypatch)
+@BOOK_GROUP
+def test_flex_page_glues_the_traces_figures(profiles, book_build):
+    g = glued(book_build, "06c_flex")
     f, a = profiles["flex"], profiles["sdpa_flash"]
     e = raw_forward(f)[0][0][0]
     assert g["flex_kernel_name"] == e["name"] and g["flex_grid"] == str(tuple(e["args"]["grid"]))

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from helpers.views.guess import STORAGE_KEY, judge
-from test_browser import LAPTOP, PAGES, PHONE, book, server, visit  # noqa: F401 (fixtures)
+from test_browser import LAPTOP, PAGES, PHONE, book, last_visit, page_params, server, visit  # noqa: F401 (fixtures)
 from test_guess_js import right_text, wrong_text  # a reader's right and wrong answers, one definition
 
 pytestmark = pytest.mark.browser
@@ -53,58 +53,67 @@ def guess_by_mouse(page, key: dict, text: str) -> None:
     root.locator("button.apq-look").click()
 
 
-@pytest.mark.parametrize("half", [0, 1], ids=["pages-a", "pages-b"])
+def questions_in(book, path: str) -> int:
+    """The questions a built page holds, counted in its HTML (one data-apq="<id>" each)."""
+    return (book / path).read_text(encoding="utf-8").count('data-apq="')
+
+
+def test_the_book_asks_enough_questions(book):
+    # at least 12 in each half of the pages (every other page), as a reader meets them
+    for half in (0, 1):
+        assert sum(questions_in(book, p) for p in QUESTION_PAGES[half::2]) >= 12, half
+
+
 @pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["laptop", "phone"])
-def test_every_question_of_the_book(visit, size, half):
-    # every other page in each half: four items the suite's two workers share, not two long ones
-    asked = 0
-    for path in QUESTION_PAGES[half::2]:
-        v = visit(path, "dark" if size == LAPTOP else "light", size)
-        page = v.page
-        keys = keys_of(page)
-        if not keys:
-            continue
-        assert page.locator("[data-apq]").count() == page.locator("[data-apq][data-apq-mounted]").count(), path
-        for key in keys:
-            root = page.locator(f'[data-apq="{key["id"]}"]')
-            root.scroll_into_view_if_needed()
-            assert root.locator(".apq-result").is_hidden(), (path, key["id"], "answered before the guess")
-            # every link a reveal can show lands on this page
-            for href in {key["explainedBy"]["href"], *(a["href"] for a in (key["answer"] if key["type"] == "kernels" else []))}:
-                assert page.locator(f"[id='{href[1:]}']").count() == 1, (path, key["id"], href)
-            for text, how in ((wrong_text(key), guess_by_mouse), (right_text(key), guess_by_keyboard)):
-                how(page, key, text)
-                want = judge(key, text)
-                assert root.get_attribute("data-apq-verdict") == want["verdict"], (path, key["id"], text)
-                shown = root.locator(".apq-result").inner_text()
-                for item in want["items"]:
-                    assert item["guess"] in shown, (path, key["id"], item)
-            assert judge(key, right_text(key))["verdict"] == "right"
-            # the mismatch of the wrong guess links to what explains it, and the link lands there
-            how = guess_by_mouse
-            how(page, key, wrong_text(key))
-            link = root.locator("tr:not(.apq-matched) a.apq-why").first
-            target = link.get_attribute("href")[1:]
-            link.click()
-            assert page.evaluate("() => document.activeElement.id") == target, (path, key["id"])
-            # bad input: a message, never a verdict
-            if key["type"] != "choice":
-                bad = "gemmm" if key["type"] == "kernels" else "twelve"
-                root.locator("input.apq-input").fill(bad)
-                root.locator("button.apq-look").click()
-                assert root.locator(".apq-message").inner_text() == judge(key, bad)["message"]
-                assert root.locator(".apq-result").is_hidden()
-            # just reveal, by keyboard
-            root.locator("button.apq-reveal").focus()
-            page.keyboard.press("Enter")
-            assert root.get_attribute("data-apq-verdict") == "revealed"
-            assert key["answerText"] in root.locator(".apq-result").inner_text()
-            asked += 1
-        assert page.evaluate("() => document.documentElement.scrollWidth") <= size[0], path
-        page.screenshot(path=f"/tmp/apq-{path.split('/')[-1]}-{size[0]}.png")
-        assert not v.problems, (path, v.problems)
-        v.close()
-    assert asked >= 12, asked   # each half of the pages asks at least 12 of the book's questions
+@pytest.mark.parametrize("path", page_params(QUESTION_PAGES))
+def test_every_question_of_the_page(last_visit, book, path, size):
+    """In the page's load group, last: the page as test_page loaded it (dark on a laptop, light on
+    a phone), every question answered; the load is then closed (last_visit), not shared on."""
+    expected = questions_in(book, path)
+    if not expected:
+        return
+    v = last_visit(path, "dark" if size == LAPTOP else "light", size)
+    page = v.page
+    keys = keys_of(page)
+    assert len(keys) == expected, (path, len(keys), expected)
+    assert page.locator("[data-apq]").count() == page.locator("[data-apq][data-apq-mounted]").count(), path
+    for key in keys:
+        root = page.locator(f'[data-apq="{key["id"]}"]')
+        root.scroll_into_view_if_needed()
+        assert root.locator(".apq-result").is_hidden(), (path, key["id"], "answered before the guess")
+        # every link a reveal can show lands on this page
+        for href in {key["explainedBy"]["href"], *(a["href"] for a in (key["answer"] if key["type"] == "kernels" else []))}:
+            assert page.locator(f"[id='{href[1:]}']").count() == 1, (path, key["id"], href)
+        for text, how in ((wrong_text(key), guess_by_mouse), (right_text(key), guess_by_keyboard)):
+            how(page, key, text)
+            want = judge(key, text)
+            assert root.get_attribute("data-apq-verdict") == want["verdict"], (path, key["id"], text)
+            shown = root.locator(".apq-result").inner_text()
+            for item in want["items"]:
+                assert item["guess"] in shown, (path, key["id"], item)
+        assert judge(key, right_text(key))["verdict"] == "right"
+        # the mismatch of the wrong guess links to what explains it, and the link lands there
+        how = guess_by_mouse
+        how(page, key, wrong_text(key))
+        link = root.locator("tr:not(.apq-matched) a.apq-why").first
+        target = link.get_attribute("href")[1:]
+        link.click()
+        assert page.evaluate("() => document.activeElement.id") == target, (path, key["id"])
+        # bad input: a message, never a verdict
+        if key["type"] != "choice":
+            bad = "gemmm" if key["type"] == "kernels" else "twelve"
+            root.locator("input.apq-input").fill(bad)
+            root.locator("button.apq-look").click()
+            assert root.locator(".apq-message").inner_text() == judge(key, bad)["message"]
+            assert root.locator(".apq-result").is_hidden()
+        # just reveal, by keyboard
+        root.locator("button.apq-reveal").focus()
+        page.keyboard.press("Enter")
+        assert root.get_attribute("data-apq-verdict") == "revealed"
+        assert key["answerText"] in root.locator(".apq-result").inner_text()
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= size[0], path
+    page.screenshot(path=f"/tmp/apq-{path.split('/')[-1]}-{size[0]}.png")
+    assert not v.problems, (path, v.problems)
 
 
 def test_the_closing_chapter_shows_the_readers_guesses(visit):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from test_browser import LAPTOP, PHONE, book, server, visit  # noqa: F401  (fixtures)
+from test_browser import LAPTOP, PHONE, book, server, shoot, visit  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 PAGE = "notebooks/11_training.html"
@@ -62,5 +62,5 @@ def test_the_training_page_offline(visit, book, size):  # noqa: F811
     assert width <= size[0] + 1, f"the page is {width}px wide at {size[0]}px"
     shots = Path(book).parent / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
-    v.page.screenshot(path=str(shots / f"11_training_{size[0]}.png"), full_page=True)
+    shoot(v.page, shots / f"11_training_{size[0]}.png")
     assert not v.problems, v.problems
