@@ -125,11 +125,13 @@ def export(exe: str, rep: Path, *extra: str, timeout: float = 120) -> str:
 
 
 def sass_listing(text: str) -> tuple[list[list[str]], str]:
-    """ncu's source page (SASS, CSV) as rows (kernel_seq, address, instruction), whatever the
-    metric columns: a header row naming 'Source' starts the next kernel's table; any other line
-    outside a table is kept as a marker row (kernel_seq, '#', line). Returns rows and the head."""
+    """ncu's source page (SASS, CSV) as rows (kernel_seq, address, instruction), whatever the metric
+    columns. ncu 2025.3 prints a "Kernel Name" line before each kernel's table (PROBE.md): that line
+    starts the next kernel and is kept as a marker row (kernel_seq, '#', the line); a header row naming
+    'Source' and an Address column starts one too where no "Kernel Name" line came just before it.
+    Returns the rows and the page's first lines (its format, kept for the reader)."""
     rows: list[list[str]] = []
-    seq, src, addr, width = -1, None, None, 0
+    seq, src, addr, width, named = -1, None, None, 0, False
     lines = text.splitlines()
     for line in lines:
         try:
@@ -138,8 +140,14 @@ def sass_listing(text: str) -> tuple[list[list[str]], str]:
             cells = []
         if not cells:
             continue
+        if cells[0].strip().startswith("Kernel Name"):
+            seq, named = seq + 1, True
+            rows.append([str(seq), "#", line[:400]])
+            continue
         if "Source" in cells and any("Address" in c for c in cells):
-            seq += 1
+            if not named:
+                seq += 1
+            named = False
             src = cells.index("Source")
             addr = next(i for i, c in enumerate(cells) if "Address" in c)
             width = len(cells)
@@ -147,7 +155,7 @@ def sass_listing(text: str) -> tuple[list[list[str]], str]:
         if src is not None and len(cells) == width:
             rows.append([str(seq), cells[addr], cells[src]])
         else:
-            rows.append([str(seq + 1 if src is None else seq), "#", line[:300]])
+            rows.append([str(max(seq, 0)), "#", line[:400]])
     return rows, "\n".join(lines[:SOURCE_HEAD_LINES])
 
 
@@ -264,7 +272,7 @@ def record_part(part: str, target: list[str], jobs: list[str] | None, exe: str, 
         log(f"{part}: report interface: {info['opcodes'][:200]}")
 
     try:
-        source = export(exe, rep, "--csv", "--page", "source", "--print-source", "sass", timeout=180)
+        source = export(exe, rep, "--csv", "--page", "source", "--print-source", "sass", timeout=90)
         rows, head = sass_listing(source)
         info["sass_rows"] = sum(1 for r in rows if r[1] != "#")
         info["sass_bytes"] = write_gz(out / f"{part}.sass.csv.gz", to_csv(["kernel_seq", "address", "instruction"], rows))
