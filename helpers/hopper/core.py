@@ -225,11 +225,24 @@ def warp_mma_of_pipes(hmma_pipe, gmma_pipe) -> float | None:
 
 
 def main_kernels(table: pd.DataFrame) -> pd.DataFrame:
-    """Each (direction, stage)'s longest kernel by ncu's time: the one a stage's cost rides on."""
+    """Each (direction, stage)'s main kernel: the one that executed the most tensor-core
+    instructions (HGMMA + HMMA), else, in a stage with none, the most FFMA, else the longest by
+    ncu's time: the kernel that does the stage's matrix multiplies."""
     if table.empty:
         return table
-    idx = table.groupby(["direction", "stage"], sort=False)["time_us"].idxmax()
-    return table.loc[list(idx)].reset_index(drop=True)
+    t = table.copy()
+    zero = pd.Series(0.0, index=t.index)
+    tensor = (t["HGMMA"].fillna(0) if "HGMMA" in t else zero) + (t["HMMA"].fillna(0) if "HMMA" in t else zero)
+    ffma = t["FFMA"].fillna(0) if "FFMA" in t else zero
+    picked = []
+    for _, rows in t.groupby(["direction", "stage"], sort=False):
+        for score in (tensor[rows.index], ffma[rows.index], rows["time_us"]):
+            if score.max() > 0:
+                picked.append(score.idxmax())
+                break
+        else:
+            picked.append(rows.index[0])
+    return t.loc[picked].reset_index(drop=True)
 
 
 # --- one recorded part (an ncu process), as a table ---------------------------------------------

@@ -1,0 +1,299 @@
+"""Chapter 7b, what Hopper adds: which kernels issue warpgroup MMAs (wgmma), load with the tensor
+memory accelerator (TMA) and reallocate registers between warpgroups (setmaxnreg), handed the
+Hopper recording (helpers.hopper.sources.Recording) and, for the ties to chapters 7 and 9, the
+roofline's per-kernel points. Every sentence's numbers are glued from here."""
+from __future__ import annotations
+
+import pandas as pd
+from IPython.display import Markdown
+
+from ..core.names import decode, layout_against_launch
+from ..core.stages import STAGES, get_stage, stages_where
+from ..core.wording import names as join_words
+from ..views.guess import anchored, choice, number
+from ..views.prose import glue
+from . import core
+from .views import families_chart
+
+# every stage with counters, once (no variant of another stage, no backend picked at run time): 09's
+STAGES_SHOWN = stages_where(has_ncu=True, variant_of=None, dispatched=False)
+TENSOR_OPTIONS = ("wgmma (HGMMA, a warpgroup's)", "mma.sync (HMMA, one warp's)", "neither: CUDA cores")
+TENSOR_WORDS = dict(zip(("wgmma", "mma.sync", "none"), TENSOR_OPTIONS))
+LOAD_OPTIONS = ("TMA (UTMALDG)", "cp.async (LDGSTS)", "plain loads")
+LOAD_WORDS = dict(zip(("TMA", "cp.async", "plain loads"), LOAD_OPTIONS))
+
+
+def has_opcodes(table: pd.DataFrame) -> bool:
+    """Whether the table holds per-opcode counts (a hopper/ recording), not only the tensor pipes."""
+    return not table.empty and "UTMALDG" in table.columns and table["UTMALDG"].notna().any()
+
+
+def main_kernels(table: pd.DataFrame, stages=STAGES_SHOWN, direction: str = "forward") -> pd.DataFrame:
+    """Each stage's longest kernel of one forward (or backward), in the registry's order, with the
+    verdicts (tensor path, loads, warp specialised) and a short label from the name decoder."""
+    if table.empty:
+        return table
+    t = table[(table["direction"] == direction) & table["stage"].isin(stages)]
+    main = core.main_kernels(t)
+    order = {s: i for i, s in enumerate(STAGES)}
+    main = main.sort_values("stage", key=lambda s: s.map(order)).reset_index(drop=True)
+    main["label"] = [decode(k).summary for k in main["kernel"]]
+    main["tensor path"] = [core.tensor_path(r) for r in main.to_dict("records")]
+    if has_opcodes(table):
+        main["loads"] = [core.load_path(r) for r in main.to_dict("records")]
+        main["warp specialised"] = [core.warp_specialised(r) for r in main.to_dict("records")]
+    return main
+
+
+def with_roofline(main: pd.DataFrame, kernel_points: pd.DataFrame | None) -> pd.DataFrame:
+    """The main kernels with chapter 9's '% of roof' and 'pipe' of the same kernel (same stage,
+    same name), where the roofline has it."""
+    out = main.copy()
+    out["% of roof"] = float("nan")
+    out["pipe"] = None
+    if kernel_points is None or kernel_points.empty:
+        return out
+    for i, r in out.iterrows():
+        hit = kernel_points[(kernel_points["stage"] == r["stage"]) & (kernel_points["kernel"] == r["kernel"])]
+        if len(hit):
+            best = hit.loc[hit["ncu µs"].idxmax()]
+            out.at[i, "% of roof"] = best["% of roof"]
+            out.at[i, "pipe"] = best["pipe"]
+    return out
+
+
+def _count(v) -> str:
+    return "—" if v is None or pd.isna(v) else f"{v:,.0f}"
+
+
+def families_table(main: pd.DataFrame) -> pd.DataFrame:
+    """What a reader reads, one row per stage's main kernel: the decoded kernel, its tensor path
+    and loads (the verdicts), the registers at launch and after setmaxnreg, the roofline's % of
+    roof, and the wgmma, mma.sync and TMA-load counts."""
+    full = has_opcodes(main)
+    rows = []
+    for r in main.to_dict("records"):
+        row = {"stage": r["stage"], "kernel": r["kernel"], "tensor path": r["tensor path"]}
+        if full:
+            row["loads"] = r["loads"]
+            row["registers (launch → consumer)"] = (f"{r['registers']} → {r['consumer_registers']:.0f}"
+                                                    if pd.notna(r.get("consumer_registers")) else f"{r['registers']}")
+        if "% of roof" in r:
+            row["% of roof (09)"] = round(r["% of roof"], 1) if pd.notna(r["% of roof"]) else None
+        row["HGMMA"] = _count(r.get("HGMMA"))
+        row["HMMA"] = _count(r.get("HMMA"))
+        if full:
+            row["UTMALDG"] = _count(r.get("UTMALDG"))
+        rows.append(row)
+    out = pd.DataFrame(rows).set_index("stage")
+    counted = ("warp instructions executed, per opcode (ncu's sass__inst_executed_per_opcode)" if full else
+               "the tensor pipe's counters (HGMMA: the gmma counter; HMMA: the hmma counter less it)")
+    out.attrs = {"caption": (f"One forward; each stage's longest kernel. Counts: {counted}. tensor path: wgmma "
+                             "where it executed any HGMMA, else mma.sync where any HMMA, else neither"
+                             + ("; loads: TMA where any UTMALDG, else cp.async where any LDGSTS, else plain "
+                                "loads; registers: per thread at launch, and what a consumer warp asks "
+                                "for with setmaxnreg (the largest USETMAXREG of its SASS)" if full else "")
+                             + "; % of roof: chapter 9's, of the pipe that did the kernel's FLOPs.")}
+    return out
+
+
+def chart(main: pd.DataFrame, gpu: str):
+    full = has_opcodes(main)
+    return families_chart(main, f"one forward on the {gpu} · " + (
+        "warp instructions per opcode (ncu)" if full else "the tensor pipe's counters only") + " · hover for the kernel")
+
+
+# --- the guesses -----------------------------------------------------------------------------
+
+def _row(main: pd.DataFrame, stage: str):
+    rows = main[main["stage"] == stage]
+    return rows.iloc[0] if len(rows) else None
+
+
+def guess_flash_path(main: pd.DataFrame):
+    r = _row(main, "sdpa_flash")
+    if r is None:
+        return Markdown("This set has no flash forward: the question about it is left out.")
+    return choice("hopper-flash-path",
+                  "FlashAttention-2 (sdpa_flash) runs here on a Hopper GPU. Which tensor-core instructions does its "
+                  "kernel issue?", list(TENSOR_OPTIONS), TENSOR_WORDS[r["tensor path"]],
+                  explained_by=("hopper-families", "the families table"), source="Nsight Compute")
+
+
+def guess_wgmma_count(main: pd.DataFrame):
+    n = int((main["tensor path"] == "wgmma").sum())
+    return number("hopper-wgmma-count",
+                  f"Of these {len(main)} stages ({join_words(list(main['stage']))}), how many have a main kernel "
+                  "that issues warpgroup MMAs (wgmma)?", n, unit=" stages",
+                  explained_by=("hopper-families", "the families table"), source="Nsight Compute")
+
+
+def guess_math_path(main: pd.DataFrame):
+    r = _row(main, "sdpa_math")
+    if r is None:
+        return Markdown("This set has no math-backend forward: the question about it is left out.")
+    return choice("hopper-math-path",
+                  "SDPA's math backend (sdpa_math): which tensor-core instructions does its longest kernel issue?",
+                  list(TENSOR_OPTIONS), TENSOR_WORDS[r["tensor path"]],
+                  explained_by=("hopper-families", "the families table"), source="Nsight Compute")
+
+
+def guess_cudnn_loads(main: pd.DataFrame, missing: str | None):
+    r = _row(main, "sdpa_cudnn")
+    if r is None or "loads" not in main:
+        return Markdown(missing or "This set has no cuDNN forward with per-opcode counts: the question is left out.")
+    return choice("hopper-cudnn-loads", "How does cuDNN's kernel bring its tiles of K and V into shared memory?",
+                  list(LOAD_OPTIONS), LOAD_WORDS[r["loads"]],
+                  explained_by=("hopper-families", "the families table"), source="Nsight Compute")
+
+
+def guess_flex_path(main: pd.DataFrame):
+    r = _row(main, "flex")
+    if r is None:
+        return Markdown("This set has no FlexAttention forward: the question about it is left out.")
+    return choice("hopper-flex-path",
+                  "FlexAttention's kernel is written in Triton, whose `tl.dot` may become either instruction. "
+                  "Which does it issue here?", list(TENSOR_OPTIONS), TENSOR_WORDS[r["tensor path"]],
+                  explained_by=("hopper-families", "the families table"), source="Nsight Compute")
+
+
+def guess_consumer_registers(main: pd.DataFrame, missing: str | None):
+    r = _row(main, "sdpa_cudnn")
+    if r is None or "consumer_registers" not in main or pd.isna(r["consumer_registers"]):
+        return Markdown(missing or "cuDNN's kernel holds no setmaxnreg in this recording: the question is left out.")
+    return number("hopper-consumer-registers",
+                  f"cuDNN's kernel launches with {r['registers']} registers per thread, {r['threads']} threads a "
+                  "block. How many registers per thread does a warp of its consumer warpgroups hold while it "
+                  "computes?", float(r["consumer_registers"]), unit=" registers",
+                  explained_by=("hopper-registers", "the register split"), source="the kernel's SASS")
+
+
+# --- registers: launch against setmaxnreg ------------------------------------------------------------
+
+def register_split(main: pd.DataFrame) -> pd.DataFrame:
+    """The warp-specialised main kernels (setmaxnreg in their SASS): the launch's registers per
+    thread, what the producer gives back and what a consumer takes, and the block's register
+    total both ways (the producer one warpgroup, the others consumers)."""
+    rows = []
+    for r in main.to_dict("records"):
+        # a producer and consumers: setmaxnreg both ways, in a block of two warpgroups or more
+        if pd.isna(r.get("consumer_registers")) or pd.isna(r.get("producer_registers")) or (r.get("warpgroups") or 0) < 2:
+            continue
+        wg, threads = int(r["warpgroups"]), 128
+        producer = r["producer_registers"]
+        after = producer * threads + r["consumer_registers"] * threads * (wg - 1)
+        rows.append({"stage": r["stage"], "warpgroups": wg, "registers at launch": r["registers"],
+                     "producer gives back to": int(producer),
+                     "consumer takes": int(r["consumer_registers"]),
+                     "block's registers at launch": int(r["registers"] * r["threads"]),
+                     "block's registers after": int(after)})
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out = out.set_index("stage")
+    out.attrs = {"caption": ("Per thread. setmaxnreg's counts are the kernel's USETMAXREG instructions (its SASS); "
+                             "after: one producer warpgroup and the rest consumers, 128 threads each.")}
+    return out
+
+
+# --- glue --------------------------------------------------------------------------------------
+
+def glue_hopper(main: pd.DataFrame, rec, prefix: str = "hop") -> dict:
+    """Glue what the page says, as `<prefix>_<name>`; every value a number or words that read in
+    any recording (a missing stage leaves its sentence to the line that says so)."""
+    values: dict = {"gpu": rec.provenance.get("gpu") or rec.gpu, "stages": len(main),
+                    "missing": rec.missing or "", "source": rec.source}
+    by = {p: list(main.loc[main["tensor path"] == p, "stage"]) for p in ("wgmma", "mma.sync", "none")}
+    values |= {"wgmma_n": len(by["wgmma"]), "mma_sync_n": len(by["mma.sync"]), "none_n": len(by["none"])}
+    values["paths_sentence"] = paths_sentence(by)
+    for stage in main["stage"]:
+        r = _row(main, stage)
+        key = get_stage(stage).short
+        values[f"{key}_path"] = r["tensor path"]
+        values[f"{key}_registers"] = int(r["registers"])
+        values[f"{key}_threads"] = int(r["threads"])
+        values[f"{key}_hgmma"] = _count(r.get("HGMMA"))
+        values[f"{key}_hmma"] = _count(r.get("HMMA"))
+        if "% of roof" in r and pd.notna(r["% of roof"]):
+            values[f"{key}_roof_pct"] = f"{r['% of roof']:.0f}"
+    cu = _row(main, "sdpa_cudnn")
+    if cu is not None:
+        check = layout_against_launch(cu["kernel"], int(cu["threads"]))
+        if check:
+            values |= {"cudnn_layout": check["layout"], "cudnn_layout_product": check["product"],
+                       "cudnn_block_warps": check["block_warps"], "cudnn_warpgroups": check["warpgroups"] or "no whole"}
+    for key, value in sentences(main, register_split(main)).items():
+        values[f"{key}_sentence"] = value
+    for key, value in values.items():
+        glue(f"{prefix}_{key}", Markdown(value) if key.endswith("sentence") else value)
+    return values
+
+
+def _words(path: str) -> str:
+    return {"wgmma": "warpgroup MMAs (wgmma)", "mma.sync": "per-warp `mma.sync`",
+            "none": "no tensor-core instruction"}[path]
+
+
+def sentences(main: pd.DataFrame, split: pd.DataFrame, registers_per_sm: int | None = None) -> dict[str, str]:
+    """The page's sentences about particular kernels, each with a form for a recording that lacks
+    the kernel or the figure (so none renders empty, 'nan' or a stage compared with itself)."""
+    out = {}
+    fl, cu = _row(main, "sdpa_flash"), _row(main, "sdpa_cudnn")
+    if fl is not None and cu is not None:
+        text = (f"FlashAttention-2's kernel issues {_words(fl['tensor path'])}, cuDNN's {_words(cu['tensor path'])}.")
+        if pd.notna(fl.get("% of roof", float("nan"))) and pd.notna(cu.get("% of roof", float("nan"))):
+            text += (f" On chapter 9's roofline the first reaches {fl['% of roof']:.0f}% of its pipe's roof, "
+                     f"the second {cu['% of roof']:.0f}%.")
+        out["flash_cudnn"] = text
+    else:
+        present = [x for x, r in (("sdpa_flash", fl), ("sdpa_cudnn", cu)) if r is not None]
+        out["flash_cudnn"] = (f"This recording has {present[0]}'s forward but not the other one's: the two are not compared here."
+                              if present else "This recording has neither the flash nor the cuDNN forward: they are not compared here.")
+    if split.empty:
+        out["registers"] = ("No main kernel of this recording reallocates registers between its warpgroups: "
+                            "each warp keeps the registers it was launched with.")
+    else:
+        parts = []
+        for stage, r in split.iterrows():
+            before, after = r["block's registers at launch"], r["block's registers after"]
+            same = after == before
+            parts.append(
+                f"{stage}'s kernel launches {r['warpgroups']} warpgroups with {r['registers at launch']} registers a "
+                f"thread, {before:,} for the block; its producer warpgroup then gives "
+                f"back to {r['producer gives back to']} and each consumer warpgroup takes {r['consumer takes']}: "
+                f"{after:,} in all, "
+                + ("the same total, split otherwise." if same else "a different total from the launch's."))
+        if registers_per_sm:
+            parts.append(f"The SM's register file holds {registers_per_sm:,}.")
+        out["registers"] = " ".join(parts)
+    if cu is not None:
+        check = layout_against_launch(cu["kernel"], int(cu["threads"]))
+        if check and check["one_warpgroup"]:
+            out["layout"] = (f"cuDNN's name carries `{check['layout']}`. Its product, {check['product']}, is not the "
+                             f"block's warp count: the launch is {check['threads']} threads, {check['block_warps']} "
+                             f"warps, {check['warpgroups']} warpgroups. {check['product']} is one warpgroup, the four "
+                             "warps a wgmma runs on, so the decoder reads the field as one warpgroup's layout over the tile.")
+        elif check:
+            out["layout"] = (f"cuDNN's name carries `{check['layout']}`, whose product is {check['product']}; the launch "
+                             f"is {check['threads']} threads, {check['block_warps']} warps.")
+    if "layout" not in out:
+        out["layout"] = "This recording's cuDNN kernel name carries no layout field to hold to its launch."
+    return out
+
+
+def paths_sentence(by: dict[str, list[str]]) -> str:
+    """One sentence naming the stages on each tensor path; a path no stage took is left out."""
+    parts = []
+    if by["wgmma"]:
+        parts.append(f"{join_words(by['wgmma'])} issue{'s' if len(by['wgmma']) == 1 else ''} Hopper's warpgroup MMA")
+    if by["mma.sync"]:
+        parts.append(f"{join_words(by['mma.sync'])} issue{'s' if len(by['mma.sync']) == 1 else ''} Ampere's per-warp "
+                     "`mma.sync`")
+    if by["none"]:
+        parts.append(f"{join_words(by['none'])} use{'s' if len(by['none']) == 1 else ''} no tensor cores in "
+                     f"{'its' if len(by['none']) == 1 else 'their'} longest kernel")
+    return "; ".join(parts) + "."
+
+
+__all__ = ["STAGES_SHOWN", "main_kernels", "with_roofline", "families_table", "chart", "register_split",
+           "glue_hopper", "guess_flash_path", "guess_wgmma_count", "guess_math_path", "guess_cudnn_loads",
+           "guess_flex_path", "guess_consumer_registers", "anchored", "has_opcodes"]
