@@ -133,7 +133,7 @@ def guess_math_path(main: pd.DataFrame):
     if r is None:
         return Markdown("This set has no math-backend forward: the question about it is left out.")
     return choice("hopper-math-path",
-                  "SDPA's math backend (sdpa_math): which tensor-core instructions does its longest kernel issue?",
+                  "SDPA's math backend (sdpa_math): which tensor-core instructions does its main kernel issue?",
                   list(TENSOR_OPTIONS), TENSOR_WORDS[r["tensor path"]],
                   explained_by=("hopper-families", "the families table"), source="Nsight Compute")
 
@@ -193,6 +193,23 @@ def register_split(main: pd.DataFrame) -> pd.DataFrame:
     out.attrs = {"caption": ("Per thread. setmaxnreg's counts are the kernel's USETMAXREG instructions (its SASS); "
                              "after: one producer warpgroup and the rest consumers, 128 threads each.")}
     return out
+
+
+def register_table(main: pd.DataFrame):
+    """`register_split` as the page shows it, or one line where no main kernel reallocates."""
+    split = register_split(main)
+    if split.empty:
+        return Markdown("No main kernel of this recording holds a setmaxnreg: each warp keeps the registers it "
+                        "was launched with.")
+    return split
+
+
+def banner(rec) -> Markdown:
+    """One line: where the per-opcode counts come from, and what this recording lacks."""
+    line = f"Instruction counts: {rec.source}."
+    if rec.missing:
+        line += f" {rec.missing}"
+    return Markdown(line)
 
 
 # --- glue --------------------------------------------------------------------------------------
@@ -294,6 +311,6 @@ def paths_sentence(by: dict[str, list[str]]) -> str:
     return "; ".join(parts) + "."
 
 
-__all__ = ["STAGES_SHOWN", "main_kernels", "with_roofline", "families_table", "chart", "register_split",
+__all__ = ["STAGES_SHOWN", "register_table", "banner", "main_kernels", "with_roofline", "families_table", "chart", "register_split",
            "glue_hopper", "guess_flash_path", "guess_wgmma_count", "guess_math_path", "guess_cudnn_loads",
            "guess_flex_path", "guess_consumer_registers", "anchored", "has_opcodes"]

@@ -215,12 +215,16 @@ def warp_specialised(row) -> bool:
     return (row.get("USETMAXREG") or 0) > 0
 
 
-def warp_mma_of_pipes(hmma_pipe, gmma_pipe) -> float | None:
-    """Warp-level MMA instructions from the tensor pipe's two counters: on Hopper ncu's hmma pipe
-    counter counts the warpgroup (gmma) instructions as well (cuDNN's kernel reads the same on
-    both), so the warp-level ones are the difference."""
+def warp_mma_of_pipes(hmma_pipe, gmma_pipe, hmma_ops) -> float | None:
+    """Warp-level MMA instructions from the tensor pipe's counters, where no per-opcode count was
+    recorded: on Hopper ncu's hmma pipe counter counts the warpgroup (gmma) instructions too
+    (cuDNN's kernel reads the same on both) and is not zero in kernels that do no matrix work at
+    all (ATen's masked_fill, the softmax); so the difference counts only where the pipe did
+    warp-level MMA operations (`sm__ops_path_tensor_op_hmma_src_*`), else 0."""
     if hmma_pipe is None or pd.isna(hmma_pipe):
         return None
+    if not hmma_ops:
+        return 0.0
     return float(hmma_pipe) - float(gmma_pipe or 0)
 
 

@@ -80,7 +80,7 @@ def load(gpu: str | None = None) -> Recording:
     here = rs.dir("hopper")
     prov_path = here / "provenance.json"
     if not prov_path.exists():
-        return Recording(rs.gpu, pd.DataFrame(), {}, missing=(
+        return Recording(rs.gpu, tensor_pipes(rs.gpu), {}, missing=(
             f"The {rs.gpu} set holds no per-opcode recording (its hopper/ folder, made by "
             f"`tools/record_hopper.py` on the GPU): the tensor-pipe counters of its ncu tables stand in, "
             f"and the TMA, setmaxnreg and exponent columns stay empty."), source=f"{rs.gpu}'s ncu/ tables")
@@ -111,12 +111,14 @@ def tensor_pipes(gpu: str | None = None, stages=None) -> pd.DataFrame:
         if not path.exists():
             continue
         k = kernels(read_csv(path))
+        ops = [c for c in k.columns if c.startswith("sm__ops_path_tensor_op_hmma_src_") and "sparsity" not in c]
         for i, r in k.iterrows():
             rows.append({"direction": "forward", "stage": stage, "kernel_id": i, "kernel": r["kernel"],
                          **core.launch_shape(r["threads"]), "registers": int(r["registers"]),
                          "time_us": float(r["time_us"]),
                          # on Hopper the hmma pipe counter counts the warpgroup MMAs too
-                         "HMMA": core.warp_mma_of_pipes(r.get(core.PIPE_HMMA), r.get(core.PIPE_GMMA)),
+                         "HMMA": core.warp_mma_of_pipes(r.get(core.PIPE_HMMA), r.get(core.PIPE_GMMA),
+                                                        sum(float(r[c] or 0) for c in ops)),
                          "HGMMA": r.get(core.PIPE_GMMA),
                          "pipe hmma": r.get(core.PIPE_HMMA), "pipe gmma": r.get(core.PIPE_GMMA)})
     return pd.DataFrame(rows)
