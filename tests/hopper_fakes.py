@@ -41,7 +41,10 @@ def invented(row: dict) -> tuple[dict[str, int], dict[str, int], list[str]]:
     """(per opcode, per opcode with modifier, the static listing) of one kernel, from its counters."""
     hmma_pipe = num(row.get("sm__inst_executed_pipe_tensor_op_hmma.sum", "0"))
     gmma = int(num(row.get("sm__inst_executed_pipe_tensor_op_gmma.sum", "0")))
-    hmma = int(hmma_pipe - gmma)
+    # the hmma pipe counts the gmma instructions too, and reads non-zero in kernels with no matrix
+    # work (masked_fill, softmax): warp MMAs only where the pipe did warp-level MMA operations
+    ops = sum(num(v) for k, v in row.items() if k.startswith("sm__ops_path_tensor_op_hmma_src_") and "sparsity" not in k)
+    hmma = int(hmma_pipe - gmma) if ops else 0
     ffma = int(num(row.get("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "0")) // 32)
     blocks = int(num(row.get("launch__grid_size", "1")))
     ops = {"MOV": 1000 + blocks, "EXIT": blocks * int(num(row.get("launch__block_size", "32"))) // 32}

@@ -217,15 +217,14 @@ def banner(rec) -> Markdown:
 def glue_hopper(main: pd.DataFrame, rec, prefix: str = "hop") -> dict:
     """Glue what the page says, as `<prefix>_<name>`; every value a number or words that read in
     any recording (a missing stage leaves its sentence to the line that says so)."""
-    values: dict = {"gpu": rec.provenance.get("gpu") or rec.gpu, "stages": len(main),
-                    "missing": rec.missing or "", "source": rec.source}
+    values: dict = {"gpu": rec.provenance.get("gpu") or rec.gpu, "stages": len(main)}
     by = {p: list(main.loc[main["tensor path"] == p, "stage"]) for p in ("wgmma", "mma.sync", "none")}
     values |= {"wgmma_n": len(by["wgmma"]), "mma_sync_n": len(by["mma.sync"]), "none_n": len(by["none"])}
     values["paths_sentence"] = paths_sentence(by)
     for stage in main["stage"]:
         r = _row(main, stage)
         key = get_stage(stage).short
-        values[f"{key}_path"] = r["tensor path"]
+        values[f"{key}_path"] = _words(r["tensor path"])
         values[f"{key}_registers"] = int(r["registers"])
         values[f"{key}_threads"] = int(r["threads"])
         values[f"{key}_hgmma"] = _count(r.get("HGMMA"))

@@ -271,7 +271,7 @@ def jobs_of(raw: pd.DataFrame, ranges: pd.DataFrame | None, stages: list[str] | 
     return out
 
 
-def part_table(direction: str, raw: pd.DataFrame, launch: pd.DataFrame, jobs: list[str | None],
+def part_table(part: str, raw: pd.DataFrame, launch: pd.DataFrame, jobs: list[str | None],
                opcodes: dict[int, dict[str, dict[str, float]]] | None,
                listing: dict[int, list[str]] | None) -> pd.DataFrame:
     """One row per kernel of a part (markers and kernels of no stage dropped): the stage, the
@@ -279,6 +279,7 @@ def part_table(direction: str, raw: pd.DataFrame, launch: pd.DataFrame, jobs: li
     instructions (from `opcodes`, the report interface's, else the raw page's instance cells)
     and the static count (from the SASS `listing`, by the kernel's place in the report)."""
     rows = []
+    direction = "backward" if part.startswith("backward") else "forward"
     raw = in_base_units(raw)   # ncu prints counts in its own units (Kinst, Minst)
     for i, (job, (_, r), (_, k)) in enumerate(zip(jobs, raw.iterrows(), launch.iterrows())):
         if job is None:
@@ -294,7 +295,7 @@ def part_table(direction: str, raw: pd.DataFrame, launch: pd.DataFrame, jobs: li
         shape = launch_shape(k["threads"])
         total = r.get("smsp__inst_executed.sum")
         rows.append({
-            "direction": direction, "stage": job, "kernel_id": i, "kernel": str(r["Kernel Name"]),
+            "part": part, "direction": direction, "stage": job, "kernel_id": i, "kernel": str(r["Kernel Name"]),
             **shape, "registers": int(k["registers"]), "time_us": float(k["time_us"]),
             "setmaxnreg": " / ".join(str(n) for _, n in setmaxnreg(lines or [])) or None,
             "producer_registers": split["producer"] if split else None,

@@ -70,8 +70,7 @@ def _part(folder_: Path, part: str, info: dict) -> pd.DataFrame:
     opcodes = core.opcodes_by_kernel(core.read_rows(opcodes_text)) if opcodes_text else None
     sass_text = _gz(folder_ / f"{part}.sass.csv.gz")
     listing = core.listing_by_kernel(core.read_rows(sass_text)) if sass_text else None
-    direction = "backward" if part.startswith("backward") else "forward"
-    return core.part_table(direction, raw, launch, jobs, opcodes, listing)
+    return core.part_table(part, raw, launch, jobs, opcodes, listing)
 
 
 def load(gpu: str | None = None) -> Recording:
