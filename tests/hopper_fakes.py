@@ -51,7 +51,8 @@ def invented(row: dict) -> tuple[dict[str, int], dict[str, int], list[str]]:
     listing = ["MOV R1, c[0x0][0x28]", "EXIT"]
     if gmma:
         ops |= {"HGMMA": gmma, "UTMALDG": blocks * 40, "USETMAXREG": blocks * 3, "MUFU": gmma // 2, "FFMA": ffma or gmma}
-        listing += ["USETMAXREG.DEALLOC.CTAPOOL 0x18", "USETMAXREG.TRYALLOC.CTAPOOL 0xf0",
+        listing += ["USETMAXREG.DEALLOC.CTAPOOL 0x18", "USETMAXREG.TRYALLOC.CTAPOOL 0xe8", "USETMAXREG.TRYALLOC.CTAPOOL 0xf0",
+                    "MUFU.RCP R7, R7",
                     "@P0 UTMALDG.2D [UR8], [UR4]", "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT",
                     "MUFU.EX2 R5, R5"]
     if hmma:
@@ -62,6 +63,8 @@ def invented(row: dict) -> tuple[dict[str, int], dict[str, int], list[str]]:
         ops |= {"FFMA": ffma, "FADD": ffma // 3, "FMUL": ffma // 5}
         listing += ["FFMA R0, R1, R2, R3", "FADD R0, R0, R1"]
     mods = {("MUFU.EX2" if k == "MUFU" else k): v for k, v in ops.items()}
+    if "MUFU" in ops:   # a reciprocal beside the exponents: MUFU is more than 2^x
+        mods["MUFU.RCP"] = blocks
     return ops, mods, listing
 
 

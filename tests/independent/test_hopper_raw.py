@@ -250,3 +250,30 @@ def test_cudnn_layout_field_is_one_warpgroup_of_the_launch():
         if seen > 40:
             break
     assert seen
+
+
+def test_the_page_sentences_say_the_raw_numbers(recording, monkeypatch):
+    """The registers sentence: per warp-specialised main kernel, the launch's registers, what the
+    producer gives back to and what a consumer takes, as the raw launch and listing give them; the
+    flash/cuDNN sentence names each one's tensor path."""
+    from helpers import hopper
+    from helpers.hopper import chapter, sources
+    folder, gpu = recording
+    want = expected(folder)
+    got = {}
+    monkeypatch.setattr(chapter, "glue", lambda k, v: got.__setitem__(k, getattr(v, "data", v)))
+    hopper.glue_hopper(hopper.main_kernels(sources.load(gpu).table), sources.load(gpu))
+    text = got["hop_registers_sentence"]
+    split = hopper.register_split(hopper.main_kernels(sources.load(gpu).table))
+    found = 0
+    for m in re.finditer(r"(\w+)'s kernel launches (\d+) warpgroups with (\d+) registers a thread, [\d,]+ for the "
+                         r"block; its producer warpgroup then gives back to (\d+) and each consumer warpgroup takes (\d+)",
+                         text):
+        w = main_of(want, "forward", m.group(1))
+        assert (int(m.group(2)), int(m.group(4)), int(m.group(5))) == (w["threads"] // 128, w["producer"], w["consumer"])
+        found += 1
+    assert found == len(split), text
+    words = {"wgmma": "warpgroup MMAs (wgmma)", "mma.sync": "per-warp `mma.sync`", "none": "no tensor-core instruction"}
+    fl, cu = main_of(want, "forward", "sdpa_flash"), main_of(want, "forward", "sdpa_cudnn")
+    assert got["hop_flash_cudnn_sentence"].startswith(
+        f"FlashAttention-2's kernel issues {words[path_of(fl)]}, cuDNN's {words[path_of(cu)]}.")
