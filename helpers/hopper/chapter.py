@@ -8,6 +8,7 @@ import pandas as pd
 from IPython.display import Markdown
 
 from ..core.names import decode, layout_against_launch
+from ..core.ncu_tables import short_version
 from ..core.stages import STAGES, get_stage, stages_where
 from ..core.wording import names as join_words
 from ..views.guess import anchored, choice, number
@@ -205,8 +206,14 @@ def register_table(main: pd.DataFrame):
 
 
 def banner(rec) -> Markdown:
-    """One line: where the per-opcode counts come from, and what this recording lacks."""
-    line = f"Instruction counts: {rec.source}."
+    """One line: what the page replays (the per-opcode recording, or the ncu tables standing in),
+    the GPU, date, ncu and torch it was recorded with, and what this recording lacks."""
+    p = rec.provenance or {}
+    what = "per-opcode instruction counts" if p.get("parts") else "tensor-pipe counters"
+    when = str(p.get("date", ""))[:10] or "an unrecorded date"
+    sm = f"sm {p['capability']}, " if p.get("capability") else ""
+    line = (f"Replaying the {what} recorded on {p.get('gpu', rec.gpu)} ({sm}set {rec.gpu}) on {when} with "
+            f"{short_version(str(p.get('ncu', '')))} and torch {p.get('torch', 'unknown')}: {rec.source}.")
     if rec.missing:
         line += f" {rec.missing}"
     return Markdown(line)

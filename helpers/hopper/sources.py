@@ -79,7 +79,9 @@ def load(gpu: str | None = None) -> Recording:
     here = rs.dir("hopper")
     prov_path = here / "provenance.json"
     if not prov_path.exists():
-        return Recording(rs.gpu, tensor_pipes(rs.gpu), {}, missing=(
+        counted = rs.path("ncu", "provenance.json")
+        stand_in = json.loads(counted.read_text()) if counted.exists() else {}
+        return Recording(rs.gpu, tensor_pipes(rs.gpu), stand_in, missing=(
             f"The {rs.gpu} set holds no per-opcode recording (its hopper/ folder, made by "
             f"`tools/record_hopper.py` on the GPU): the tensor-pipe counters of its ncu tables stand in, "
             f"and the TMA, setmaxnreg and exponent columns stay empty."), source=f"{rs.gpu}'s ncu/ tables")
