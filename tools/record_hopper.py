@@ -297,7 +297,8 @@ def main(argv=None) -> int:
         read_opcodes(*argv[1:4])
         return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True, help="the folder to write under (DIR/hopper/...)")
+    parser.add_argument("--out", default=None,
+                        help="the folder to write under (DIR/hopper/...); default: this GPU's replay set")
     parser.add_argument("--quick", action="store_true", help="the fused group only (a 20-s smoke run)")
     parser.add_argument("--budget", type=float, default=240.0, help="seconds for the whole run")
     parser.add_argument("--no-backward", action="store_true")
@@ -305,6 +306,11 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     left = lambda: args.budget - (time.perf_counter() - t0)  # noqa: E731
 
+    if args.out is None:   # record_all: into this GPU's replay set, notebooks/traces/<gpu_slug>/hopper/
+        import torch
+        from helpers.core.replay_set import ReplaySet
+        name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+        args.out = str(ReplaySet.of_device(name).folder)
     out = Path(args.out) / "hopper"
     out.mkdir(parents=True, exist_ok=True)
     provenance: dict = {"command": "python tools/record_hopper.py " + " ".join(argv), "shape": DEFAULT_SHAPE.key,
