@@ -22,6 +22,8 @@ TENSOR_OPTIONS = ("wgmma (HGMMA, a warpgroup's)", "mma.sync (HMMA, one warp's)",
 TENSOR_WORDS = dict(zip(("wgmma", "mma.sync", "none"), TENSOR_OPTIONS))
 LOAD_OPTIONS = ("TMA (UTMALDG)", "cp.async (LDGSTS)", "plain loads")
 LOAD_WORDS = dict(zip(("TMA", "cp.async", "plain loads"), LOAD_OPTIONS))
+NEEDS_OPCODES = "This question needs the per-opcode recording this set lacks (the line at the top says so)."
+NO_LISTING = "This set has no SASS listing, so the registers setmaxnreg moves are not shown here."
 
 
 def has_opcodes(table: pd.DataFrame) -> bool:
@@ -141,8 +143,10 @@ def guess_math_path(main: pd.DataFrame):
 
 def guess_cudnn_loads(main: pd.DataFrame, missing: str | None):
     r = _row(main, "sdpa_cudnn")
-    if r is None or "loads" not in main:
-        return Markdown(missing or "This set has no cuDNN forward with per-opcode counts: the question is left out.")
+    if "loads" not in main:
+        return Markdown(NEEDS_OPCODES)
+    if r is None:
+        return Markdown("This set has no cuDNN forward: the question is left out.")
     return choice("hopper-cudnn-loads", "How does cuDNN's kernel bring its tiles of K and V into shared memory?",
                   list(LOAD_OPTIONS), LOAD_WORDS[r["loads"]],
                   explained_by=("hopper-families", "the families table"), source="Nsight Compute")
@@ -161,7 +165,8 @@ def guess_flex_path(main: pd.DataFrame):
 def guess_consumer_registers(main: pd.DataFrame, missing: str | None):
     r = _row(main, "sdpa_cudnn")
     if r is None or "consumer_registers" not in main or pd.isna(r["consumer_registers"]):
-        return Markdown(missing or "cuDNN's kernel holds no setmaxnreg in this recording: the question is left out.")
+        return Markdown(NEEDS_OPCODES if not has_opcodes(main) else
+                        "This recording's cuDNN kernel is missing or holds no setmaxnreg: the question is left out.")
     return number("hopper-consumer-registers",
                   f"cuDNN's kernel launches with {r['registers']} registers per thread, {r['threads']} threads a "
                   "block. How many registers per thread does a warp of its consumer warpgroups hold while it "
@@ -198,6 +203,8 @@ def register_split(main: pd.DataFrame) -> pd.DataFrame:
 
 def register_table(main: pd.DataFrame):
     """`register_split` as the page shows it, or one line where no main kernel reallocates."""
+    if not has_opcodes(main):
+        return Markdown(NO_LISTING)
     split = register_split(main)
     if split.empty:
         return Markdown("No main kernel of this recording holds a setmaxnreg: each warp keeps the registers it "
@@ -271,7 +278,9 @@ def sentences(main: pd.DataFrame, split: pd.DataFrame, registers_per_sm: int | N
         present = [x for x, r in (("sdpa_flash", fl), ("sdpa_cudnn", cu)) if r is not None]
         out["flash_cudnn"] = (f"This recording has {present[0]}'s forward but not the other one's: the two are not compared here."
                               if present else "This recording has neither the flash nor the cuDNN forward: they are not compared here.")
-    if split.empty:
+    if not has_opcodes(main):
+        out["registers"] = NO_LISTING
+    elif split.empty:
         out["registers"] = ("No main kernel of this recording reallocates registers between its warpgroups: "
                             "each warp keeps the registers it was launched with.")
     else:
@@ -287,7 +296,16 @@ def sentences(main: pd.DataFrame, split: pd.DataFrame, registers_per_sm: int | N
                 + ("the same total, split otherwise." if same else "a different total from the launch's."))
         if registers_per_sm:
             parts.append(f"The SM's register file holds {registers_per_sm:,}.")
+        kept = all(split["block's registers after"] == split["block's registers at launch"])
+        parts.append("So the registers per thread at launch, the figure chapter 7's calculator divides the register "
+                     "file by, are what these warps hold only until setmaxnreg runs; "
+                     + ("the block's total, and so its occupancy, stays as launched: what changes is how the "
+                        "registers are shared out, and a consumer warp keeps more of its tile of scores in registers "
+                        "than the launch suggests." if kept else
+                        "the block's total changes too, so its occupancy is not the launch's."))
         out["registers"] = " ".join(parts)
+    out["why"] = why_sentence(fl, cu, has_opcodes(main))
+    out["why"] = why_sentence(fl, cu, has_opcodes(main))
     if cu is not None:
         check = layout_against_launch(cu["kernel"], int(cu["threads"]))
         if check and check["one_warpgroup"]:
@@ -301,6 +319,25 @@ def sentences(main: pd.DataFrame, split: pd.DataFrame, registers_per_sm: int | N
     if "layout" not in out:
         out["layout"] = "This recording's cuDNN kernel name carries no layout field to hold to its launch."
     return out
+
+
+def why_sentence(fl, cu, full: bool) -> str:
+    """Why the two fused kernels stand apart on the roofline, in the form the recording supports:
+    FlashAttention-2 on mma.sync (and cp.async, where the loads were counted) against cuDNN on wgmma
+    (and TMA); any other outcome is said as it is."""
+    if fl is None or cu is None:
+        return "Without both fused kernels in this recording, the page does not set them side by side."
+    if fl["tensor path"] == "mma.sync" and cu["tensor path"] == "wgmma":
+        flash_loads = " each warp loading its tiles with `cp.async` and" if full and fl.get("loads") == "cp.async" else ""
+        cudnn_loads = " while the next tile arrives by TMA" if full and cu.get("loads") == "TMA" else ""
+        return ("This is why the two fused attention kernels stand apart on the roofline of chapter 9. "
+                "FlashAttention-2 was written for Ampere: on Hopper it still works warp by warp,"
+                f"{flash_loads} waiting on its own `mma.sync`. Hopper runs those instructions, but its tensor cores' "
+                "full rate needs wgmma, which keeps a warpgroup's four warps feeding them together"
+                f"{cudnn_loads}. cuDNN generates its kernel for the GPU it runs on, and on this GPU that kernel "
+                "is written for Hopper.")
+    return (f"Here FlashAttention-2's kernel issues {_words(fl['tensor path'])} and cuDNN's "
+            f"{_words(cu['tensor path'])}: the tensor-core path alone does not set them apart in this recording.")
 
 
 def paths_sentence(by: dict[str, list[str]]) -> str:
@@ -317,6 +354,6 @@ def paths_sentence(by: dict[str, list[str]]) -> str:
     return "; ".join(parts) + "."
 
 
-__all__ = ["STAGES_SHOWN", "register_table", "banner", "main_kernels", "with_roofline", "families_table", "chart", "register_split",
+__all__ = ["STAGES_SHOWN", "register_table", "banner", "NEEDS_OPCODES", "NO_LISTING", "main_kernels", "with_roofline", "families_table", "chart", "register_split",
            "glue_hopper", "guess_flash_path", "guess_wgmma_count", "guess_math_path", "guess_cudnn_loads",
            "guess_flex_path", "guess_consumer_registers", "anchored", "has_opcodes"]

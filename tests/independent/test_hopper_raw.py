@@ -277,3 +277,28 @@ def test_the_page_sentences_say_the_raw_numbers(recording, monkeypatch):
     fl, cu = main_of(want, "forward", "sdpa_flash"), main_of(want, "forward", "sdpa_cudnn")
     assert got["hop_flash_cudnn_sentence"].startswith(
         f"FlashAttention-2's kernel issues {words[path_of(fl)]}, cuDNN's {words[path_of(cu)]}.")
+
+
+@pytest.mark.parametrize("gpu", sorted(p.name for p in TRACES.iterdir() if (p / "ncu").is_dir() and "synthetic" not in p.name))
+def test_the_hmma_counter_claim_of_the_page(gpu):
+    """7b's fold says: on Hopper ncu's hmma pipe counter counts the warpgroup instructions as well
+    (a kernel's hmma reads at least its gmma), and reads above zero in kernels that do no matrix
+    work (no warp-level MMA operation counted): both, in the set's own ncu tables."""
+    with_gmma = counted_without_work = 0
+    for path in sorted((TRACES / gpu / "ncu").glob("*__b8_h16_s1024_d64_bfloat16_causal.csv")):
+        r = list(csv.reader(io.StringIO(path.read_text())))
+        start = next(i for i, x in enumerate(r) if x and x[0] == "ID")
+        h = r[start]
+        for x in r[start + 2:]:
+            d = dict(zip(h, x))
+            num = lambda v: float(str(v).replace(",", "") or 0)  # noqa: E731
+            hmma = num(d["sm__inst_executed_pipe_tensor_op_hmma.sum"])
+            gmma = num(d["sm__inst_executed_pipe_tensor_op_gmma.sum"])
+            ops = sum(num(v) for k, v in d.items() if k.startswith("sm__ops_path_tensor_op_hmma_src_")
+                      and k.endswith(".sum") and "sparsity" not in k)
+            if gmma > 0:
+                assert hmma >= gmma, (path.name, d["Kernel Name"][:60])
+                with_gmma += 1
+            if hmma > 0 and gmma == 0 and ops == 0:
+                counted_without_work += 1
+    assert with_gmma and counted_without_work
