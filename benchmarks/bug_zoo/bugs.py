@@ -507,8 +507,8 @@ BUGS = [
          tests=[IND + "test_occupancy_page.py"]),
     # --- chapter 7b, what Hopper adds (issue 40): its families, paths and registers, held to the raw recording
     dict(id='hopper-tensor-path-hmma-as-wgmma', file='helpers/hopper/core.py', cls='column', chapter="07b",
-         find='    if (row.get("HGMMA") or 0) > 0:\n        return "wgmma"',
-         replace='    if (row.get("HMMA") or 0) > 0:\n        return "wgmma"',
+         find='    if (warpgroup_mmas or 0) > 0:\n        return "wgmma"',
+         replace='    if (warp_mmas or 0) > 0:\n        return "wgmma"',
          shows="7b: FlashAttention-2's mma.sync kernel reads as wgmma, and every HMMA kernel with it", tests=HOPPER_T),
     dict(id='hopper-loads-tma-cpasync-swapped', file='helpers/hopper/core.py', cls='column', chapter="07b",
          find='    if (row.get("UTMALDG") or 0) > 0:\n        return "TMA"',

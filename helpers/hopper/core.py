@@ -190,14 +190,20 @@ def register_split(launch_registers: int, requests: list[tuple[str, int]]) -> di
             "consumer": max(up) if up else None}
 
 
-def tensor_path(row) -> str:
-    """The one definition of a kernel's tensor-core path, from its executed instructions:
-    'wgmma' (any HGMMA), else 'mma.sync' (any HMMA), else 'none'."""
-    if (row.get("HGMMA") or 0) > 0:
+def path_of(warpgroup_mmas, warp_mmas) -> str:
+    """The one definition of a kernel's tensor-core path, from the warpgroup (HGMMA) and warp-level
+    (HMMA) MMA instructions it ran: 'wgmma' (any warpgroup one), else 'mma.sync' (any warp-level
+    one), else 'none'. helpers.core.quantities.mma_family reads the tensor pipe's counters with it."""
+    if (warpgroup_mmas or 0) > 0:
         return "wgmma"
-    if (row.get("HMMA") or 0) > 0:
+    if (warp_mmas or 0) > 0:
         return "mma.sync"
     return "none"
+
+
+def tensor_path(row) -> str:
+    """A kernel's tensor-core path (`path_of`) from its executed HGMMA and HMMA instructions."""
+    return path_of(row.get("HGMMA"), row.get("HMMA"))
 
 
 def load_path(row) -> str:
