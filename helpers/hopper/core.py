@@ -169,6 +169,33 @@ def listing_by_kernel(rows: list[dict]) -> dict[int, list[str]]:
     return out
 
 
+def listing_names(rows: list[dict]) -> dict[int, str]:
+    """kernel_seq -> the kernel's name, from the "Kernel Name" marker rows ncu's source page prints
+    before each kernel's listing (`"Kernel Name","<name>"`)."""
+    out = {}
+    for r in rows:
+        if r["address"] == "#" and r["instruction"].lstrip('"').startswith("Kernel Name"):
+            cells = next(csv.reader([r["instruction"]]), [])
+            name = cells[1] if len(cells) > 1 else r["instruction"].split(":", 1)[-1]
+            out[int(r["kernel_seq"])] = name.strip().strip('"')
+    return out
+
+
+def align(kernels: list[str], named: dict[int, str]) -> dict[int, int]:
+    """Each kernel's place in the report -> its listing's kernel_seq: the same place where the
+    listing's names agree with the raw page's (or name nothing), else the next listing of that name."""
+    if not named or all(named.get(i, k) == k for i, k in enumerate(kernels)) or not set(named.values()) & set(kernels):
+        # in order, or named otherwise (mangled, say): the report's order
+        return {i: i for i in range(len(kernels))}
+    out, used = {}, set()
+    for i, name in enumerate(kernels):
+        seq = next((q for q in sorted(named) if q not in used and named[q] == name), None)
+        if seq is not None:
+            out[i] = seq
+            used.add(seq)
+    return out
+
+
 # --- the launch, and what a warp-specialised kernel does with it ------------------------------------
 
 def launch_shape(threads: int) -> dict:
@@ -279,12 +306,13 @@ def jobs_of(raw: pd.DataFrame, ranges: pd.DataFrame | None, stages: list[str] | 
 
 def part_table(part: str, raw: pd.DataFrame, launch: pd.DataFrame, jobs: list[str | None],
                opcodes: dict[int, dict[str, dict[str, float]]] | None,
-               listing: dict[int, list[str]] | None) -> pd.DataFrame:
+               listing: dict[int, list[str]] | None, names: dict[int, str] | None = None) -> pd.DataFrame:
     """One row per kernel of a part (markers and kernels of no stage dropped): the stage, the
     kernel, its launch, `setmaxnreg`'s register counts, and per family the executed warp
     instructions (from `opcodes`, the report interface's, else the raw page's instance cells)
     and the static count (from the SASS `listing`, by the kernel's place in the report)."""
     rows = []
+    seq_of = align([str(n) for n in raw["Kernel Name"]], names or {})
     direction = "backward" if part.startswith("backward") else "forward"
     raw = in_base_units(raw)   # ncu prints counts in its own units (Kinst, Minst)
     for i, (job, (_, r), (_, k)) in enumerate(zip(jobs, raw.iterrows(), launch.iterrows())):
@@ -295,7 +323,7 @@ def part_table(part: str, raw: pd.DataFrame, launch: pd.DataFrame, jobs: list[st
             per = {m: parse_instances(r.get(m)) for m in (OPCODE_METRIC, MODIFIER_METRIC) if m in raw.columns}
         executed = family_counts(per.get(OPCODE_METRIC, {}), per.get(MODIFIER_METRIC)) if per.get(OPCODE_METRIC) else \
             {f: None for f in FAMILY_KEYS}
-        lines = (listing or {}).get(i)
+        lines = (listing or {}).get(seq_of.get(i, -1))
         static = static_counts(lines) if lines else {f: None for f in FAMILY_KEYS}
         split = register_split(k["registers"], setmaxnreg(lines or []))
         shape = launch_shape(k["threads"])

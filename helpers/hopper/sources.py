@@ -69,8 +69,9 @@ def _part(folder_: Path, part: str, info: dict) -> pd.DataFrame:
     opcodes_text = _gz(folder_ / f"{part}.opcodes.csv.gz")
     opcodes = core.opcodes_by_kernel(core.read_rows(opcodes_text)) if opcodes_text else None
     sass_text = _gz(folder_ / f"{part}.sass.csv.gz")
-    listing = core.listing_by_kernel(core.read_rows(sass_text)) if sass_text else None
-    return core.part_table(part, raw, launch, jobs, opcodes, listing)
+    sass_rows = core.read_rows(sass_text) if sass_text else []
+    listing = core.listing_by_kernel(sass_rows) if sass_text else None
+    return core.part_table(part, raw, launch, jobs, opcodes, listing, core.listing_names(sass_rows))
 
 
 def load(gpu: str | None = None) -> Recording:
