@@ -91,7 +91,8 @@ def families_table(main: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows).set_index("stage")
     counted = ("warp instructions executed, per opcode (ncu's sass__inst_executed_per_opcode)" if full else
                "the tensor pipe's counters (HGMMA: the gmma counter; HMMA: the hmma counter less it)")
-    out.attrs = {"caption": (f"One forward; each stage's longest kernel. Counts: {counted}. tensor path: wgmma "
+    out.attrs = {"caption": (f"One forward; each stage's main kernel (the most tensor-core instructions, else the most "
+                             f"FFMA, else the longest). Counts: {counted}. tensor path: wgmma "
                              "where it executed any HGMMA, else mma.sync where any HMMA, else neither"
                              + ("; loads: TMA where any UTMALDG, else cp.async where any LDGSTS, else plain "
                                 "loads; registers: per thread at launch, and what a consumer warp asks "
@@ -202,14 +203,13 @@ def register_split(main: pd.DataFrame) -> pd.DataFrame:
 
 
 def register_table(main: pd.DataFrame):
-    """`register_split` as the page shows it, or one line where no main kernel reallocates."""
+    """`register_split` as the page shows it, anchored for the registers question's reveal; None
+    (nothing shown) where no main kernel reallocates or the set has no SASS listing: the glued
+    sentence below it says which."""
     if not has_opcodes(main):
-        return Markdown(NO_LISTING)
+        return None
     split = register_split(main)
-    if split.empty:
-        return Markdown("No main kernel of this recording holds a setmaxnreg: each warp keeps the registers it "
-                        "was launched with.")
-    return split
+    return None if split.empty else anchored(split, "hopper-registers")
 
 
 def banner(rec) -> Markdown:
@@ -330,7 +330,7 @@ def why_sentence(fl, cu, full: bool) -> str:
     if fl["tensor path"] == "mma.sync" and cu["tensor path"] == "wgmma":
         flash_loads = " each warp loading its tiles with `cp.async` and" if full and fl.get("loads") == "cp.async" else ""
         cudnn_loads = " while the next tile arrives by TMA" if full and cu.get("loads") == "TMA" else ""
-        return ("This is why the two fused attention kernels stand apart on the roofline of chapter 9. "
+        return ("This is why the two fused attention kernels stand apart there. "
                 "FlashAttention-2 was written for Ampere: on Hopper it still works warp by warp,"
                 f"{flash_loads} waiting on its own `mma.sync`. Hopper runs those instructions, but its tensor cores' "
                 "full rate needs wgmma, which keeps a warpgroup's four warps feeding them together"
@@ -350,7 +350,7 @@ def paths_sentence(by: dict[str, list[str]]) -> str:
                      "`mma.sync`")
     if by["none"]:
         parts.append(f"{join_words(by['none'])} use{'s' if len(by['none']) == 1 else ''} no tensor cores in "
-                     f"{'its' if len(by['none']) == 1 else 'their'} longest kernel")
+                     f"{'its' if len(by['none']) == 1 else 'their'} main kernel")
     return "; ".join(parts) + "."
 
 

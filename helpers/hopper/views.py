@@ -37,8 +37,11 @@ def families_chart(main: pd.DataFrame, subtitle: str = "") -> go.Figure:
                         lambda s: literal(str(s)[:90])))),
                     hovertemplate=f"{name}: %{{x:,.0f}} warp instructions<br>%{{customdata[0]}}"
                                   "<br>%{customdata[1]}<extra></extra>")
-    fig.update_layout(barmode="group", height=220 + 26 * len(t) * max(1, len(drawn)) // 2, bargap=0.2,
-                      xaxis=dict(type="log", title="warp instructions executed (log)"),
+    shown = [v for k in drawn for v in t[k] if isinstance(v, (int, float)) and not math.isnan(v) and v > 0]
+    # a bar starts where the axis does: the axis starts below the smallest count, so that it shows
+    span = [math.log10(min(shown)) - 0.8, math.log10(max(shown)) + 0.1] if shown else None
+    fig.update_layout(barmode="group", height=170 + 14 * len(t) * max(1, len(drawn)), bargap=0.2,
+                      xaxis=dict(type="log", title="warp instructions executed (log)", range=span),
                       yaxis=dict(automargin=True), margin=dict(t=80, l=10, b=60))
     return _title(fig, "Instruction families, per stage's main kernel",
                   subtitle or "one forward · hover for the kernel")
