@@ -251,7 +251,12 @@ def glue_hopper(main: pd.DataFrame, rec, prefix: str = "hop") -> dict:
         if check:
             values |= {"cudnn_layout": check["layout"], "cudnn_layout_product": check["product"],
                        "cudnn_block_warps": check["block_warps"], "cudnn_warpgroups": check["warpgroups"] or "no whole"}
-    for key, value in sentences(main, register_split(main)).items():
+    try:   # the SM's register file, from the book's GPU table (chapter 7's)
+        from ..occupancy.gpus import gpu_spec
+        per_sm = gpu_spec(str(values["gpu"])).registers_per_sm
+    except (KeyError, ValueError, LookupError):
+        per_sm = None
+    for key, value in sentences(main, register_split(main), per_sm).items():
         values[f"{key}_sentence"] = value
     for key, value in values.items():
         glue(f"{prefix}_{key}", Markdown(value) if key.endswith("sentence") else value)
@@ -285,11 +290,18 @@ def sentences(main: pd.DataFrame, split: pd.DataFrame, registers_per_sm: int | N
                             "each warp keeps the registers it was launched with.")
     else:
         parts = []
-        for stage, r in split.iterrows():
+        # kernels that split their registers alike (cuBLAS's gemm in several stages) in one clause
+        keys = ["warpgroups", "registers at launch", "producer gives back to", "consumer takes",
+                "block's registers at launch", "block's registers after"]
+        for values, rows in split.groupby(keys, sort=False):
+            r = dict(zip(keys, values))
+            stages = list(rows.index)
             before, after = r["block's registers at launch"], r["block's registers after"]
             same = after == before
+            who = (f"{stages[0]}'s kernel launches" if len(stages) == 1 else
+                   f"The kernels of {join_words(stages)} each launch")
             parts.append(
-                f"{stage}'s kernel launches {r['warpgroups']} warpgroups with {r['registers at launch']} registers a "
+                f"{who} {r['warpgroups']} warpgroups with {r['registers at launch']} registers a "
                 f"thread, {before:,} for the block; its producer warpgroup then gives "
                 f"back to {r['producer gives back to']} and each consumer warpgroup takes {r['consumer takes']}: "
                 f"{after:,} in all, "
@@ -300,7 +312,7 @@ def sentences(main: pd.DataFrame, split: pd.DataFrame, registers_per_sm: int | N
         parts.append("So the registers per thread at launch, the figure chapter 7's calculator divides the register "
                      "file by, are what these warps hold only until setmaxnreg runs; "
                      + ("the block's total, and so its occupancy, stays as launched: what changes is how the "
-                        "registers are shared out, and a consumer warp keeps more of its tile of scores in registers "
+                        "registers are shared out, and a consumer warp keeps more of its accumulator tile in registers "
                         "than the launch suggests." if kept else
                         "the block's total changes too, so its occupancy is not the launch's."))
         out["registers"] = " ".join(parts)

@@ -266,12 +266,14 @@ def test_the_page_sentences_say_the_raw_numbers(recording, monkeypatch):
     text = got["hop_registers_sentence"]
     split = hopper.register_split(hopper.main_kernels(sources.load(gpu).table))
     found = 0
-    for m in re.finditer(r"(\w+)'s kernel launches (\d+) warpgroups with (\d+) registers a thread, [\d,]+ for the "
-                         r"block; its producer warpgroup then gives back to (\d+) and each consumer warpgroup takes (\d+)",
-                         text):
-        w = main_of(want, "forward", m.group(1))
-        assert (int(m.group(2)), int(m.group(4)), int(m.group(5))) == (w["threads"] // 128, w["producer"], w["consumer"])
-        found += 1
+    for m in re.finditer(r"(?:(\w+)'s kernel launches|The kernels of ([\w, ]+?) each launch) (\d+) warpgroups with "
+                         r"(\d+) registers a thread, [\d,]+ for the block; its producer warpgroup then gives back to "
+                         r"(\d+) and each consumer warpgroup takes (\d+)", text):
+        stages = [m.group(1)] if m.group(1) else re.split(r", | and ", m.group(2))
+        for stage in stages:
+            w = main_of(want, "forward", stage)
+            assert (int(m.group(3)), int(m.group(5)), int(m.group(6))) == (w["threads"] // 128, w["producer"], w["consumer"])
+            found += 1
     assert found == len(split), text
     words = {"wgmma": "warpgroup MMAs (wgmma)", "mma.sync": "per-warp `mma.sync`", "none": "no tensor-core instruction"}
     fl, cu = main_of(want, "forward", "sdpa_flash"), main_of(want, "forward", "sdpa_cudnn")
