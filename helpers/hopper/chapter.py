@@ -22,6 +22,7 @@ TENSOR_OPTIONS = ("wgmma (HGMMA, a warpgroup's)", "mma.sync (HMMA, one warp's)",
 TENSOR_WORDS = dict(zip(("wgmma", "mma.sync", "none"), TENSOR_OPTIONS))
 LOAD_OPTIONS = ("TMA (UTMALDG)", "cp.async (LDGSTS)", "plain loads")
 LOAD_WORDS = dict(zip(("TMA", "cp.async", "plain loads"), LOAD_OPTIONS))
+SHOWN_PATH = {"wgmma": "wgmma", "mma.sync": "mma.sync", "none": "neither"}   # the table's words
 NEEDS_OPCODES = "This question needs the per-opcode recording this set lacks (the line at the top says so)."
 NO_LISTING = "This set has no SASS listing, so the registers setmaxnreg moves are not shown here."
 
@@ -76,7 +77,7 @@ def families_table(main: pd.DataFrame) -> pd.DataFrame:
     full = has_opcodes(main)
     rows = []
     for r in main.to_dict("records"):
-        row = {"stage": r["stage"], "kernel": r["kernel"], "tensor path": r["tensor path"]}
+        row = {"stage": r["stage"], "kernel": r["kernel"], "tensor path": SHOWN_PATH[r["tensor path"]]}
         if full:
             row["loads"] = r["loads"]
             row["registers (launch → consumer)"] = (f"{r['registers']} → {r['consumer_registers']:.0f}"
