@@ -324,8 +324,8 @@ def sentences(main: pd.DataFrame, split: pd.DataFrame, registers_per_sm: int | N
         if check and check["one_warpgroup"]:
             out["layout"] = (f"cuDNN's name carries `{check['layout']}`. Its product, {check['product']}, is not the "
                              f"block's warp count: the launch is {check['threads']} threads, {check['block_warps']} "
-                             f"warps, {check['warpgroups']} warpgroups. {check['product']} is one warpgroup, the four "
-                             "warps a wgmma runs on, so the decoder reads the field as one warpgroup's layout over the tile.")
+                             f"warps, {check['warpgroups']} warpgroups. The product is one warpgroup, the four warps a "
+                             "wgmma runs on, so the decoder reads the field as one warpgroup's layout over the tile.")
         elif check:
             out["layout"] = (f"cuDNN's name carries `{check['layout']}`, whose product is {check['product']}; the launch "
                              f"is {check['threads']} threads, {check['block_warps']} warps.")
