@@ -36,6 +36,7 @@ one module per layer it spans, named for that layer (`core.py`, `core_<part>.py`
     counters/    core, sources, chapter          smem_cliff/   core, sources, occupancy
     training/    core, core_backward, sources_step, sources_modes, chapter
     own_model/   core, sources, chapter          breakdown/    core, views
+    hopper/      core, sources, views, chapter
 
 `helpers.<slice>` is the slice's package, whose names are its page module's (`helpers.counters.show`
 is `helpers.counters.chapter.show`), loaded on first use.

@@ -9,6 +9,8 @@ the CUDA occupancy rules written out here. Where a key is not recomputed, the te
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
@@ -84,7 +86,7 @@ def trace_of(stage: str) -> Path:
 
 def test_every_key_is_checked_or_says_why(keys):
     checked = re.compile(r".+-kernels$|.+-speed$|^flash-warps$|^granularity$|^cudnn-limit$|^low-occupancy$|^cupti-zero$"
-                         r"|^tr-(flash-kernels|naive-held|first-oom)$|.+-events$|.+-bound$")
+                         r"|^tr-(flash-kernels|naive-held|first-oom)$|.+-events$|.+-bound$|^hopper-")
     unchecked = [k for k in keys if not checked.match(k) and k not in NOT_RECOMPUTED]
     assert not unchecked, f"keys with no independent check and no reason: {unchecked}"
 
@@ -292,3 +294,51 @@ def test_your_models_bound_keys_state_the_traces_busy_time(keys):
         # the verdict follows the numbers: "CPU" where the GPU idled a tenth of the span or more
         assert key["answer"] in ("CPU", "GPU")
         assert busy / span < 0.9 if key["answer"] == "CPU" else busy / span >= 0.5, (qid, key["answer"], busy / span)
+
+
+def hopper_paths() -> dict[str, dict]:
+    """Chapter 7b's main kernel of each forward, in plain code: from the set's hopper/ recording
+    where it has one (tests/independent/test_hopper_raw.py reads it), else from its ncu tables as
+    the page then reads them: warpgroup MMAs from the gmma counter, warp-level ones from the hmma
+    counter less it where the pipe did warp-level MMA operations; the kernel with the most of
+    both, else the longest."""
+    from independent.test_hopper_raw import expected, loads_of, main_of, path_of
+    folder = TRACES / "hopper"
+    if (folder / "provenance.json").exists():
+        want = expected(folder)
+        stages = {v["stage"] for v in want.values() if v["direction"] == "forward"}
+        return {s: {"path": path_of(main_of(want, "forward", s)), "loads": loads_of(main_of(want, "forward", s)),
+                    "consumer": main_of(want, "forward", s)["consumer"]} for s in stages}
+    out = {}
+    num = lambda v: float(str(v).replace(",", "") or 0)  # noqa: E731
+    for path in sorted((TRACES / "ncu").glob(f"*__{SHAPE}.csv")):
+        rows = list(csv.reader(io.StringIO(path.read_text())))
+        start = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+        kernels = []
+        for r in rows[start + 2:]:
+            d = dict(zip(rows[start], r))
+            gmma, hmma = num(d["sm__inst_executed_pipe_tensor_op_gmma.sum"]), num(d["sm__inst_executed_pipe_tensor_op_hmma.sum"])
+            ops = sum(num(v) for k, v in d.items() if k.startswith("sm__ops_path_tensor_op_hmma_src_")
+                      and k.endswith(".sum") and "sparsity" not in k)
+            kernels.append((gmma, hmma - gmma if ops else 0.0, num(d["gpu__time_duration.sum"])))
+        best = max(kernels, key=lambda k: k[0] + k[1])
+        if best[0] + best[1] <= 0:
+            best = max(kernels, key=lambda k: k[2])
+        out[path.name.split("__")[0]] = {"path": "wgmma" if best[0] > 0 else "mma.sync" if best[1] > 0 else "none"}
+    return out
+
+
+def test_the_hopper_keys_are_the_recordings_main_kernels(keys):
+    asked = {qid: key for qid, (_, key) in keys.items() if qid.startswith("hopper-")}
+    assert {"hopper-flash-path", "hopper-wgmma-count", "hopper-math-path", "hopper-flex-path"} <= set(asked)
+    paths = hopper_paths()
+    first = {"wgmma": "wgmma", "mma.sync": "mma.sync", "none": "neither"}
+    for qid, stage in (("hopper-flash-path", "sdpa_flash"), ("hopper-math-path", "sdpa_math"), ("hopper-flex-path", "flex")):
+        assert asked[qid]["answer"].startswith(first[paths[stage]["path"]]), (qid, asked[qid]["answer"], paths[stage])
+    named = re.search(r"these \d+ stages \((.+?)\), how many", asked["hopper-wgmma-count"]["question"]).group(1)
+    stages = re.split(r", | and ", named)
+    assert asked["hopper-wgmma-count"]["answer"] == sum(paths[s]["path"] == "wgmma" for s in stages)
+    if "hopper-cudnn-loads" in asked:
+        assert asked["hopper-cudnn-loads"]["answer"].startswith(paths["sdpa_cudnn"]["loads"])
+    if "hopper-consumer-registers" in asked:
+        assert asked["hopper-consumer-registers"]["answer"] == paths["sdpa_cudnn"]["consumer"]

@@ -1140,9 +1140,10 @@ def test_cudnn_every_shown_field():
         "other_tokens": ["fort", "native"], "operation": "sdpa (scaled dot-product attention)", "algorithm": "flash",
         "direction": "fprop", "direction_words": "forward", "mma": "wgmma", "mma_words": "wgmma (Hopper warpgroup MMA)",
         "precision_token": "f16", "knob": 7, "cluster": "1x1x1", "kernel_index": "0", "suffix": "0",
-        "layout": "4x1x1"}
+        "layout": "4x1x1", "layout_product": 4,
+        "layout_reads_as": "one warpgroup's layout over the tile (its product is a warpgroup, not the block)"}
     assert k.summary == ("cuDNN SDPA, flash, forward, wgmma, sm90, knob 7, 64x128x64 tile, "
-                         "layout 4x1x1 (not the warp count), cluster 1x1x1")
+                         "layout 4x1x1 (product 4: one warpgroup, not the block's warp count), cluster 1x1x1")
     # cut right after the knob's number: the knob is still read
     assert decode("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7").details["knob"] == 7
     # cut before the direction: attention with no direction

@@ -119,7 +119,8 @@ def test_the_recording_plan_is_the_registry():
     assert plan[("training", "training_ncu")] == having("training_ncu")
     assert plan[("training", "snapshot")] == having("snapshot")
     assert [step for step, what in plan if what == "command"] == [
-        "record", "timers", "ncu", "ceilings", "training", "own_model", "smem_cliff"]
+        "record", "timers", "ncu", "ceilings", "training", "hopper", "own_model", "smem_cliff"]
+    assert plan[("hopper", "stages")] == having("has_ncu") and plan[("hopper", "training_ncu")] == having("training_ncu")
 
 
 # --- the stage recipe, on a copy ------------------------------------------------------------------

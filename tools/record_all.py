@@ -10,6 +10,8 @@ facts as its defaults, into notebooks/traces/<gpu_slug(device)>/ (helpers.core.r
     tools/record_ceilings.py      the GPU's matmul and copy ceilings
     tools/record_training.py      a training step of Stage.has_training stages (Stage.training_ncu: its backward
                                   under ncu; Stage.snapshot: a memory snapshot)
+    tools/record_hopper.py        per kernel of Stage.has_ncu forwards and Stage.training_ncu backwards, the SASS
+                                  opcodes executed (ncu) and held (its listing): chapter 7b's hopper/
     tools/record_own_model.py     the "Your own model" experiments
     tools/smem_cliff.py           the shared-memory experiment
 
@@ -33,7 +35,7 @@ sys.path.insert(0, str(TOOLS.parent))   # run as a file: this checkout's helpers
 from helpers.core.stages import STAGES, stages_where  # noqa: E402
 
 # the recorders, in turn; the stages each one records are queries of the registry (`plan`)
-STEPS = ("record", "timers", "ncu", "ceilings", "training", "own_model", "smem_cliff")
+STEPS = ("record", "timers", "ncu", "ceilings", "training", "hopper", "own_model", "smem_cliff")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ def plan(only=STEPS) -> list[Step]:
         "training": Step("training", ("record_training.py", "--stages", *training), training,
                          {"training_ncu (backward under ncu)": stages_where(training_ncu=True),
                           "snapshot (memory snapshot)": stages_where(snapshot=True)}),
+        "hopper": Step("hopper", ("record_hopper.py",), ncu,
+                       {"training_ncu (backward under ncu)": stages_where(training_ncu=True)}),
         "own_model": Step("own_model", ("record_own_model.py",)),
         "smem_cliff": Step("smem_cliff", ("smem_cliff.py",)),
     }

@@ -40,6 +40,8 @@ TIMER_T = ["tests/independent/test_timer_verdicts.py", "tests/test_bound.py"]
 MIXGPU_T = ["tests/test_live_fallback_gpus.py"]
 # every page's glue over synthetic variants (a stage missing, another winner, a tie, another GPU)
 GLUE_T = ["tests/test_glue_variants.py"]
+# chapter 7b (issue 40): the plain recomputation from the Hopper recording, and the page over variants
+HOPPER_T = ["tests/independent/test_hopper_raw.py", "tests/test_hopper_page.py"]
 
 # the lists of the twelve bugs re-anchored on 2026-12-05 (their code moved): the guards, the
 # suite's files on that figure, and tests/independent/ (plain recomputations from the recordings)
@@ -572,4 +574,41 @@ BUGS = [
          find='else f"{reach.min():.0f}–{reach.max():.0f}%")', replace='else f"{reach.max():.0f}–{reach.min():.0f}%")',
          shows="09: 'they reach 43–13% of it', the compute sentence's range turned round",
          tests=[IND + "test_ch09_raw.py"]),
+    # --- chapter 7b, what Hopper adds (issue 40): its families, paths and registers, held to the raw recording
+    dict(id='hopper-tensor-path-hmma-as-wgmma', file='helpers/hopper/core.py', cls='column', chapter="07b",
+         find='    if (warpgroup_mmas or 0) > 0:\n        return "wgmma"',
+         replace='    if (warp_mmas or 0) > 0:\n        return "wgmma"',
+         shows="7b: FlashAttention-2's mma.sync kernel reads as wgmma, and every HMMA kernel with it", tests=HOPPER_T),
+    dict(id='hopper-loads-tma-cpasync-swapped', file='helpers/hopper/core.py', cls='column', chapter="07b",
+         find='    if (row.get("UTMALDG") or 0) > 0:\n        return "TMA"',
+         replace='    if (row.get("LDGSTS") or 0) > 0:\n        return "TMA"',
+         shows='7b: cp.async kernels (flash, efficient) read as loading with TMA', tests=HOPPER_T),
+    dict(id='hopper-ex2-every-mufu', file='helpers/hopper/core.py', cls='column', chapter="07b",
+         find='return "MUFU.EX2" if m.startswith("MUFU.EX2") else None',
+         replace='return "MUFU.EX2" if m.startswith("MUFU") else None',
+         shows="7b: every special-function instruction (reciprocals too) counted as the softmax's 2^x", tests=HOPPER_T),
+    dict(id='hopper-consumer-smallest-alloc', file='helpers/hopper/core.py', cls='minmax', chapter="07b",
+         find='"consumer": max(up) if up else None}',
+         replace='"consumer": min(up) if up else None}',
+         shows="7b: a consumer warp's registers after setmaxnreg read as the smallest request, not the largest", tests=HOPPER_T),
+    dict(id='hopper-main-kernel-longest', file='helpers/hopper/core.py', cls='stat', chapter="07b",
+         find='for score in (tensor[rows.index], ffma[rows.index], rows["time_us"]):',
+         replace='for score in (rows["time_us"], tensor[rows.index], ffma[rows.index]):',
+         shows="7b: naive's main kernel is its masked_fill (the longest), not the matmul that does its work", tests=HOPPER_T),
+    dict(id='hopper-backward-marker-off-by-one', file='helpers/hopper/core.py', cls='column', chapter="07b",
+         find='out.append(stages[k] if stages and 0 <= k < len(stages) else None)',
+         replace='out.append(stages[k + 1] if stages and 0 <= k + 1 < len(stages) else None)',
+         shows='7b: each backward kernel charged to the stage after its own', tests=HOPPER_T),
+    dict(id='hopper-registers-sentence-swapped', file='helpers/hopper/chapter.py', cls='sentence', chapter="07b",
+         find="back to {r['producer gives back to']} and each consumer warpgroup takes {r['consumer takes']}",
+         replace="back to {r['consumer takes']} and each consumer warpgroup takes {r['producer gives back to']}",
+         shows="7b: 'the producer gives back to 240, each consumer takes 24'", tests=HOPPER_T),
+    dict(id='names-cudnn-layout-block-warps', file='helpers/core/names/cudnn.py', cls='column', chapter="07b",
+         find='return {"layout": layout, "product": product, "threads": int(threads), "block_warps": warps,',
+         replace='return {"layout": layout, "product": product, "threads": int(threads), "block_warps": product,',
+         shows="7b and the decoder: cuDNN's 4x1x1 read as the block's 4 warps, against its 384-thread launch", tests=HOPPER_T),
+    dict(id='hopper-static-count-no-predicate', file='helpers/hopper/core.py', cls='column', chapter="07b",
+         find='text = _PREDICATE.sub("", instruction.strip())',
+         replace='text = instruction.strip()',
+         shows='7b: predicated instructions (@P0 UTMALDG) missing from the SASS census', tests=HOPPER_T),
 ]

@@ -47,7 +47,12 @@ def read_csv(path: str | Path) -> pd.DataFrame:
     if not path.exists():
         raise TraceError(f"No Nsight Compute table at {path}. Record it on a GPU with ncu: "
                          f"`{RECORD_COMMAND}`.")
-    lines = path.read_text(errors="replace").splitlines()
+    return read_csv_text(path.read_text(errors="replace"), path)
+
+
+def read_csv_text(text: str, path: str | Path = "<text>") -> pd.DataFrame:
+    """`read_csv` of the CSV's text (a gzipped recording, read by its caller)."""
+    lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
         raise TraceError(f"{path} is not an Nsight Compute raw CSV (no header row starting with \"ID\"). "

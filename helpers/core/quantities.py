@@ -175,9 +175,10 @@ def pipe_of(table: pd.DataFrame, factors: Mapping[str, float]) -> pd.Series:
 def mma_family(table: pd.DataFrame) -> pd.Series:
     """Per kernel: "wgmma" where Hopper's warpgroup MMA instructions ran, "mma.sync" where only
     the warp-level ones did, None where no tensor instruction ran."""
+    from ..hopper.core import path_of   # the one definition of the words (chapter 7b's)
     g = table[GMMA].fillna(0) if GMMA in table.columns else pd.Series(0, index=table.index)
     h = table[HMMA].fillna(0) if HMMA in table.columns else pd.Series(0, index=table.index)
-    return pd.Series(["wgmma" if a > 0 else "mma.sync" if b > 0 else None for a, b in zip(g, h)],
+    return pd.Series([None if path_of(a, b) == "none" else path_of(a, b) for a, b in zip(g, h)],
                      index=table.index, dtype=object)
 
 

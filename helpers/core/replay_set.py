@@ -34,6 +34,7 @@ KINDS = {
     "own_model": ("own_model", ".json.gz"),
     "experiment": ("experiments", ".json.gz"),   # the shared-memory cliff: smem_cliff.json.gz
     "training": ("training", ""),        # training steps, memory.json, snapshots, ncu/ (names with suffix)
+    "hopper": ("hopper", ""),            # per-kernel SASS opcode counts and listings (tools/record_hopper.py)
 }
 
 

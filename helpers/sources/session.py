@@ -135,6 +135,12 @@ class Session:
         from ..smem_cliff.sources import fetch_smem_cliff
         return fetch_smem_cliff(self._mode(), gpu=self.gpu, fresh=fresh)
 
+    def hopper(self):
+        """The Hopper chapter's recording (helpers.hopper.sources.Recording): per kernel, the SASS
+        instruction families it executed and holds; live, this GPU's own recording where it has one."""
+        from ..hopper.sources import fetch
+        return fetch(self._mode(), gpu=self.gpu)
+
     def hub_flash(self, shape: Shape = DEFAULT_SHAPE):
         """The hub_flash page's trace: (Profile, the Hub's status line, loaded here, sdpa_flash's stand-in)."""
         from .hub import fetch_hub_flash

@@ -29,14 +29,15 @@ import pandas as pd
 from ._common import FFMA, KINDS, TENSOR_CORES
 from .aten import _aten
 from .cublas import _cublas_legacy, _cublas_other, _nvjet, _xmma
-from .cudnn import _cudnn
+from .cudnn import _cudnn, layout_against_launch
 from .cutlass import _cutlass_fmha, _cutlass_gemm
 from .fallback import _fallback
 from .flash import _flash
 from .runtime import _runtime
 from .triton import _triton
 
-__all__ = ["COLUMNS", "FFMA", "KINDS", "TENSOR_CORES", "KernelName", "decode", "decode_frame"]
+__all__ = ["COLUMNS", "FFMA", "KINDS", "TENSOR_CORES", "KernelName", "decode", "decode_frame",
+           "layout_against_launch"]
 
 
 

@@ -18,6 +18,33 @@ _DIRECTIONS = {"fprop": "forward", "bprop": "backward", "dgrad": "backward (data
                "wgrad": "backward (weight gradient)"}
 
 
+WARP_THREADS = 32
+WARPGROUP_WARPS = 4   # a warpgroup: four consecutive warps, the unit Hopper's wgmma runs on
+
+
+def _product(dims: str) -> int:
+    n = 1
+    for x in dims.split("x"):
+        n *= int(x)
+    return n
+
+
+def layout_against_launch(name: str, threads: int) -> dict | None:
+    """cuDNN's layout field (`4x1x1`, `1x4x1`) held to a launch's block: the field's product, the
+    block's warps and warpgroups, and whether the product is one warpgroup of a block made of whole
+    warpgroups (`one_warpgroup`). None for a name with no such field."""
+    fields = _cudnn(name or "")
+    layout = (fields or {}).get("details", {}).get("layout")
+    if layout is None:
+        return None
+    product, warps = _product(layout), int(threads) // WARP_THREADS
+    whole = int(threads) % (WARP_THREADS * WARPGROUP_WARPS) == 0
+    return {"layout": layout, "product": product, "threads": int(threads), "block_warps": warps,
+            "warpgroups": warps // WARPGROUP_WARPS if whole else None,
+            "one_warpgroup": product == WARPGROUP_WARPS and whole and warps > product,
+            "is_block_warps": product == warps}
+
+
 # the helpers cuDNN's SDPA backward launches around its generated kernel, by their C++ names
 # (cudnn::fusion::compute_dot_do_o_specialized<...>, cudnn::fusion::convert_dq_to_16bits<...>)
 _FUSION_HELPERS = {
@@ -86,8 +113,13 @@ def _cudnn(text: str) -> dict | None:
         tile = dims[0]
     if len(dims) > 1:
         # a second layout field, undocumented: not the warp count (fprop's 4x1x1 and bprop's 1x4x1
-        # both launch 384 threads, 12 warps in three warpgroups), so it is kept literal
+        # both launch 384 threads, 12 warps in three warpgroups). Its product is 4, the warps of ONE
+        # warpgroup, the unit a wgmma runs on: a layout of one warpgroup's warps over the tile
+        # (`layout_against_launch` checks it against a launch's block)
         d["layout"] = dims[1]
+        d["layout_product"] = _product(dims[1])
+        if d["layout_product"] == WARPGROUP_WARPS and d.get("mma") == "wgmma":
+            d["layout_reads_as"] = "one warpgroup's layout over the tile (its product is a warpgroup, not the block)"
     if len(dims) > 2:
         d["other_dims"] = dims[2:]
     attention = "operation" in d or d.get("algorithm") == "flash" or "mha" in stem or "fmha" in stem
@@ -99,7 +131,9 @@ def _cudnn(text: str) -> dict | None:
     if tile:
         parts.append(f"{tile} tile")
     if "layout" in d:
-        parts.append(f"layout {d['layout']} (not the warp count)")
+        p = d["layout_product"]
+        parts.append(f"layout {d['layout']} (product {p}: one warpgroup, not the block's warp count)"
+                     if "layout_reads_as" in d else f"layout {d['layout']} (product {p}; the launch gives the warp count)")
     if "cluster" in d:
         parts.append(f"cluster {d['cluster']}")
     op = None

@@ -1,0 +1,90 @@
+"""tools/record_hopper.py without a GPU: its parsing of ncu's source page (the shape PROBE.md saw:
+a "Kernel Name" line before each kernel's Address/Source table), and a whole run against a fake
+`ncu` executable that answers like ncu does (the files it writes, laid out as the replay set's
+hopper/ folder, read back by helpers.hopper.sources)."""
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import record_hopper  # noqa: E402
+
+SOURCE_PAGE = ('"Kernel Name","cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"\n'
+               '"Address","Source","launch__block_size"\n'
+               '"0x7f00","USETMAXREG.DEALLOC.CTAPOOL 0x18","384"\n'
+               '"0x7f10","@P0 UTMALDG.2D [UR8], [UR4]","384"\n'
+               '"0x7f20","HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT","384"\n'
+               '"Kernel Name","void flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>(Flash_fwd_params)"\n'
+               '"Address","Source","launch__block_size"\n'
+               '"0x7f00","LDGSTS.E.BYPASS.LTC128B.128 [R3], desc[UR4][R4.64]","128"\n'
+               '"0x7f10","HMMA.16816.F32.BF16 R4, R8, R12, R4","128"\n')
+
+
+def test_the_source_page_splits_at_each_kernel_name():
+    rows, head = record_hopper.sass_listing(SOURCE_PAGE)
+    instructions = [r for r in rows if r[1] != "#"]
+    assert [r[0] for r in instructions] == ["0", "0", "0", "1", "1"]
+    assert instructions[1] == ["0", "0x7f10", "@P0 UTMALDG.2D [UR8], [UR4]"]
+    assert [r[0] for r in rows if r[1] == "#"] == ["0", "1"]   # the kernel names, kept as markers
+    assert head.startswith('"Kernel Name"')
+
+
+def test_a_page_without_kernel_name_lines_splits_at_each_header():
+    page = '"Address","Source"\n"0x10","HMMA.16816 R1"\n"Address","Source"\n"0x10","HGMMA.64x64x16 R1"\n'
+    rows, _ = record_hopper.sass_listing(page)
+    assert rows == [["0", "0x10", "HMMA.16816 R1"], ["1", "0x10", "HGMMA.64x64x16 R1"]]
+
+
+FAKE_NCU = r'''#!/usr/bin/env python3
+import csv, sys
+a = sys.argv[1:]
+if a == ["--version"]:
+    print("Version 2025.3.1.0 (build 1) (public-release)"); sys.exit(0)
+if a == ["--query-metrics"]:
+    print("sm__inst_executed_pipe_tensor_op_gmma   Counter  x"); sys.exit(0)
+if "-o" in a:
+    open(a[a.index("-o") + 1] + ".ncu-rep", "w").write("fake"); sys.exit(0)
+if a[a.index("--page") + 1] == "raw":
+    rows = [["ID", "Kernel Name", "launch__block_size", "sass__inst_executed_per_opcode"], ["", "", "", "inst"],
+            ["0", "cudnn_generated_k", "384", "1,000 (HGMMA: 600; UTMALDG: 10)"], ["1", "flash_fwd_kernel", "128", "900 (HMMA: 800)"]]
+    if "--print-nvtx-rename" in a:
+        rows[2][1], rows[3][1] = "sdpa_cudnn__shape", "sdpa_flash__shape"
+    csv.writer(sys.stdout, quoting=csv.QUOTE_ALL).writerows(rows)
+else:
+    sys.stdout.write(open(sys.argv[0] + ".source").read())
+'''
+
+
+def test_a_whole_run_against_a_fake_ncu(tmp_path, monkeypatch):
+    import torch
+    from helpers.sources import ncu, provenance
+    exe = tmp_path / "ncu"
+    exe.write_text(FAKE_NCU)
+    exe.chmod(0o755)
+    (tmp_path / "ncu.source").write_text(SOURCE_PAGE)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(provenance, "device_facts", lambda: dict(
+        gpu="NVIDIA H100 80GB HBM3", capability="9.0", sm_count=132, driver="x", torch="2.11", cuda="13.0", cudnn="9"))
+    monkeypatch.setattr(ncu, "find_ncu", lambda: str(exe))
+    out = tmp_path / "out"
+    assert record_hopper.main(["--out", str(out), "--quick"]) == 0
+    folder = out / "hopper"
+    prov = json.loads((folder / "provenance.json").read_text())
+    assert prov["gpu_slug"] == "h100-80gb-hbm3" and not prov["failed"]
+    (part,) = prov["parts"]
+    assert part.startswith("forward_fused__") and prov["parts"][part]["kernels"] == 2
+    for suffix in (".raw.csv.gz", ".ranges.csv.gz", ".values.csv.gz", ".sass.csv.gz"):
+        with gzip.open(folder / f"{part}{suffix}", "rt") as f:
+            assert f.read().strip(), suffix
+    with gzip.open(folder / f"{part}.raw.csv.gz", "rt") as f:
+        assert "HGMMA: 600" in f.read()   # the instances spelled out (--print-metric-instances details)
+
+
+def test_the_recorder_imports_no_plotly_or_jupyter():
+    source = (ROOT / "tools" / "record_hopper.py").read_text()
+    for forbidden in ("plotly", "IPython", "nbformat", "jupyter", "helpers.hopper", "helpers.views"):
+        assert f"import {forbidden}" not in source and f"from {forbidden}" not in source
