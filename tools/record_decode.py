@@ -310,7 +310,11 @@ def ncu_child(jobs_file: str) -> int:
     from helpers.decode import sources
     cudart = torch.cuda.cudart()
     torch.set_grad_enabled(False)
-    for job in json.loads(Path(jobs_file).read_text()):
+    plan = json.loads(Path(jobs_file).read_text())
+    for job in plan["jobs"]:
+        if time.time() > plan["deadline"]:
+            print(f"job skipped {job['name']}: out of time", flush=True)
+            continue
         try:
             x = sources.kv_cache(job["batch"], job["kv"])
             with sources.backend_context(job["backend"]):
@@ -359,30 +363,36 @@ def part_ncu(doc: dict, folder: Path, budget: Budget, quick: bool) -> None:
     if not any(r["backend"] == "flex" for r in doc["flex"]):   # flex did not compile in this process
         jobs = [j for j in jobs if j["backend"] != "flex"]
     jobs_file = out / "jobs.json"
-    jobs_file.write_text(json.dumps(jobs))
+    timeout = min(NCU_SECONDS, max(20.0, budget.left() - 5))
+    # the child starts no job past its own limit, so that ncu still writes its report in time
+    jobs_file.write_text(json.dumps({"jobs": jobs, "deadline": time.time() + timeout - 12}))
     rep = out / "decode_ncu"
     command = [exe, "--nvtx", "--target-processes", "application-only", "--profile-from-start", "off",
                "--clock-control", "none", "--metrics", ",".join(NCU_METRICS), "-f", "-o", str(rep),
                sys.executable, str(TOOLS / "record_decode.py"), "--ncu-child", str(jobs_file)]
     done: list[str] = []
     said: list[str] = []
-    timeout = min(NCU_SECONDS, max(20.0, budget.left() - 5))
+    # its own process group: at the time limit, ncu and the process it profiles are stopped together
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           start_new_session=True, env=os.environ | {"TORCHINDUCTOR_COMPILE_THREADS": "1"})
     try:
-        run = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
-                             env=os.environ | {"TORCHINDUCTOR_COMPILE_THREADS": "1"})
-        for line in (run.stdout + run.stderr).splitlines():
-            (done if line.startswith(JOB_DONE) else said).append(line[len(JOB_DONE):] if line.startswith(JOB_DONE) else line)
+        output, _ = run.communicate(timeout=timeout)
         returncode = run.returncode
-    except subprocess.TimeoutExpired as err:
-        said.append(f"ncu ran past {timeout:.0f} s")
+    except subprocess.TimeoutExpired:
+        import signal
+        os.killpg(run.pid, signal.SIGKILL)
+        output, _ = run.communicate()
+        said.append(f"ncu ran past {timeout:.0f} s and was stopped")
         returncode = -1
-        for line in (err.stdout or b"").decode(errors="replace").splitlines():
-            if line.startswith(JOB_DONE):
-                done.append(line[len(JOB_DONE):])
+    for line in (output or "").splitlines():
+        if line.startswith(JOB_DONE):
+            done.append(line[len(JOB_DONE):])
+        else:
+            said.append(line)
     report = rep.with_suffix(".ncu-rep")
     doc["ncu"] = {"command": shlex.join(command), "ncu": ncu_source.version(exe), "metrics": list(NCU_METRICS), "returncode": returncode,
                   "jobs": [j["name"] for j in jobs], "done": done, "tables": {},
-                  "said": [line for line in said if "==ERROR==" in line or "==WARNING==" in line or "failed" in line][-20:]}
+                  "said": [line for line in said if "==ERROR==" in line or "==WARNING==" in line or "failed" in line or "skipped" in line][-20:]}
     if not report.exists():
         doc["failed"]["ncu"] = "\n".join(said[-15:])[-1500:]
         log(f"  ncu wrote no report (exit {returncode}): " + " | ".join(said[-5:]))
