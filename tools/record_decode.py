@@ -36,14 +36,20 @@ from pathlib import Path
 TOOLS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOOLS.parent))   # run as a file: this checkout's helpers
 
+from helpers.core.stages import PINNED_FUSED, get_stage, stages_where  # noqa: E402
+from helpers.decode.sources import FLEX_BLOCKMASK  # noqa: E402
+
 DECODE_DIR = "decode"                      # under the replay set (helpers.core.replay_set.KINDS["decode"])
 BATCHES = (1, 8, 64)
 KV_LENS = (1024, 4096, 16384, 32768)
-SWEEP_BACKENDS = ("sdpa_auto", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "sdpa_math", "naive")
+# the registry's facts: every stage that `decodes`; the compiled ones (flex) have a part of their own
+DECODES = stages_where(decodes=True)
+SWEEP_BACKENDS = tuple(s for s in DECODES if not get_stage(s).compiled)
+COMPILED_BACKENDS = tuple(s for s in DECODES if get_stage(s).compiled)
+SDPA_CALLS = tuple(s for s in DECODES if get_stage(s).sdpa_backend or get_stage(s).dispatched)
 SPLIT_BATCHES = (1, 2, 3, 4, 6, 8, 16)     # sdpa_flash: where split-KV stops
 SPLIT_KV = (1024, 32768)
 TRAP_POINTS = ((1, 4096), (8, 4096))
-TRAP_BACKENDS = ("sdpa_auto", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "sdpa_math")
 STEP_LAYERS, STEP_CACHE = 4, 1024
 # flex compiles per shape (6.6 s on an H200, PROBE.md) until torch.compile turns the shape dynamic:
 # the most telling points first, inside FLEX_SECONDS
@@ -54,7 +60,9 @@ FLEX_SECONDS = 35.0
 SWEEP_SECONDS = 75.0
 REFERENCE_BYTES = 4.5e9   # KV bytes up to which the float32 reference is computed (its copies are 2x)
 NCU_POINTS = ((1, 4096), (1, 32768), (8, 32768), (64, 4096), (64, 32768))
-NCU_BACKENDS = ("sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "naive", "flex")
+# ncu: the fused kernels that read the KV once (SDPA's choice runs one of them), and the naive code
+NCU_BACKENDS = tuple(s for s in DECODES if (get_stage(s).fused and not get_stage(s).dispatched)
+                     or not (get_stage(s).fused or get_stage(s).sdpa_backend))
 NCU_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum",
                "launch__grid_size", "launch__block_size")
 PROFILED = dict(wait=1, warmup=1, active=3)   # as every stage of the book (helpers.sources.capture)
@@ -225,16 +233,16 @@ def part_sweep_capped(doc: dict, folder: Path, budget: Budget, quick: bool) -> N
 
 def part_split(doc: dict, folder: Path, budget: Budget, quick: bool) -> None:
     points = [(b, kv) for kv in SPLIT_KV for b in SPLIT_BATCHES if b not in BATCHES]
-    part_sweep(doc, folder, budget, quick, backends=("sdpa_flash", "sdpa_cudnn"),
+    part_sweep(doc, folder, budget, quick, backends=PINNED_FUSED,
                points=points[:2] if quick else points, loop=False, key="split")
 
 
 def part_flex(doc: dict, folder: Path, budget: Budget, quick: bool) -> None:
     started = time.perf_counter()
     points = FLEX_POINTS[:1] if quick else FLEX_POINTS
-    part_sweep(doc, folder, budget, quick, backends=("flex",), points=list(points), key="flex", cap=FLEX_SECONDS)
+    part_sweep(doc, folder, budget, quick, backends=COMPILED_BACKENDS, points=list(points), key="flex", cap=FLEX_SECONDS)
     points = FLEX_BLOCKMASK_POINTS[:1] if quick else FLEX_BLOCKMASK_POINTS
-    part_sweep(doc, folder, budget, quick, backends=("flex_blockmask",), points=list(points), key="flex",
+    part_sweep(doc, folder, budget, quick, backends=(FLEX_BLOCKMASK,), points=list(points), key="flex",
                cap=max(FLEX_SECONDS + 10 - (time.perf_counter() - started), 5))
     doc["flex_seconds"] = time.perf_counter() - started
 
@@ -245,7 +253,7 @@ def part_trap(doc: dict, folder: Path, budget: Budget, quick: bool) -> None:
     for batch, kv in TRAP_POINTS[:1] if quick else TRAP_POINTS:
         x = sources.kv_cache(batch, kv, device=device())
         right, upper_left = sources.reference(x, False), sources.reference(x, True)
-        for backend in TRAP_BACKENDS:
+        for backend in SDPA_CALLS:
             name = point_name(backend, batch, kv).replace("__", "__causal_", 1)
             facts = {"backend": backend, "batch": batch, "kv": kv, "heads": sources.HEADS,
                      "head_dim": sources.HEAD_DIM, "dtype": "bfloat16", "is_causal": True}
@@ -299,7 +307,7 @@ def ncu_jobs(quick: bool) -> list[dict]:
     jobs = [{"name": point_name(b, batch, kv), "backend": b, "batch": batch, "kv": kv}
             for batch, kv in points for b in backends]
     # flex compiles in the profiled process (from the caches this run filled): last, so that the others are in
-    return sorted(jobs, key=lambda j: j["backend"] == "flex")
+    return sorted(jobs, key=lambda j: get_stage(j["backend"]).compiled)
 
 
 def ncu_child(jobs_file: str) -> int:
@@ -360,8 +368,8 @@ def part_ncu(doc: dict, folder: Path, budget: Budget, quick: bool) -> None:
     out = folder / "ncu"
     out.mkdir(parents=True, exist_ok=True)
     jobs = ncu_jobs(quick)
-    if not any(r["backend"] == "flex" for r in doc["flex"]):   # flex did not compile in this process
-        jobs = [j for j in jobs if j["backend"] != "flex"]
+    compiled = {r["backend"] for r in doc["flex"]}   # a compiled stage that did not compile in this process is left out
+    jobs = [j for j in jobs if not get_stage(j["backend"]).compiled or j["backend"] in compiled]
     jobs_file = out / "jobs.json"
     timeout = min(NCU_SECONDS, max(20.0, budget.left() - 5))
     # the child starts no job past its own limit, so that ncu still writes its report in time

@@ -12,12 +12,14 @@ from typing import Callable
 
 import torch
 
+from ..core.stages import STAGES, get_stage, stages_where
+
 HEADS, HEAD_DIM = 32, 128          # the book's layer at decode: 32 query heads of 128
 DTYPE = torch.bfloat16
-# SDPA pinned to each backend, SDPA left to choose, FlexAttention (compiled) and the naive code
-SDPA_BACKENDS = {"sdpa_math": "MATH", "sdpa_efficient": "EFFICIENT_ATTENTION",
-                 "sdpa_flash": "FLASH_ATTENTION", "sdpa_cudnn": "CUDNN_ATTENTION"}
-BACKENDS = ("sdpa_auto", *SDPA_BACKENDS, "flex", "flex_blockmask", "naive")
+# the stages the registry marks `decodes` (SDPA pinned to each backend, SDPA left to choose,
+# FlexAttention, the naive code), and flex with a block mask built once outside the call
+FLEX_BLOCKMASK = "flex_blockmask"
+BACKENDS = stages_where(decodes=True) + (FLEX_BLOCKMASK,)
 
 
 def kv_cache(batch: int, kv_len: int, heads: int = HEADS, device: str = "cuda", seed: int = 0) -> dict:
@@ -30,11 +32,17 @@ def kv_cache(batch: int, kv_len: int, heads: int = HEADS, device: str = "cuda", 
 
 
 def backend_context(backend: str):
-    """The context a backend's calls run in: SDPA pinned to one backend, or nothing."""
-    if backend in SDPA_BACKENDS:
+    """The context a backend's calls run in: SDPA pinned to the stage's backend, or nothing."""
+    pinned = STAGES[backend].sdpa_backend if backend in STAGES else None
+    if pinned:
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        return sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[backend]))
+        return sdpa_kernel(getattr(SDPBackend, pinned))
     return nullcontext()
+
+
+def is_sdpa(backend: str) -> bool:
+    """An SDPA call: pinned to a backend, or left to choose (the registry's facts)."""
+    return backend in STAGES and (get_stage(backend).sdpa_backend is not None or get_stage(backend).dispatched)
 
 
 _FLEX: dict[str, Callable] = {}
@@ -56,13 +64,13 @@ def attention_call(backend: str, x: dict, is_causal: bool = False) -> Callable[[
     """One attention call at decode as a reader writes it (the correct call: is_causal=False, the
     one query sees every cached key). Run it inside `backend_context(backend)`."""
     q, k, v = x["q"], x["k"], x["v"]
-    if backend in SDPA_BACKENDS or backend == "sdpa_auto":
+    if is_sdpa(backend):
         sdpa = torch.nn.functional.scaled_dot_product_attention
         return lambda: sdpa(q, k, v, is_causal=is_causal)
     if backend == "flex":   # no block mask: flex_attention builds an empty one inside the call
         flex = compiled_flex()
         return lambda: flex(q, k, v)
-    if backend == "flex_blockmask":   # a block mask built once, outside the call, as the book's flex stage does
+    if backend == FLEX_BLOCKMASK:   # a block mask built once, outside the call, as the book's flex stage does
         from torch.nn.attention.flex_attention import create_block_mask
         flex = compiled_flex()
         keep = lambda b, h, q_idx, kv_idx: kv_idx >= 0  # noqa: E731 - every cached key
