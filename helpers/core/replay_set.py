@@ -34,6 +34,7 @@ KINDS = {
     "own_model": ("own_model", ".json.gz"),
     "experiment": ("experiments", ".json.gz"),   # the shared-memory cliff: smem_cliff.json.gz
     "training": ("training", ""),        # training steps, memory.json, snapshots, ncu/ (names with suffix)
+    "decode": ("decode", ""),            # decode.json, traces/, ncu/: one query against a KV cache (record_decode.py)
 }
 
 
