@@ -33,6 +33,11 @@ def _sentence(text: str) -> str:
     return (text[:1].upper() + text[1:]).rstrip(".") + "."
 
 
+def _kernel(name: str, limit: int = 44) -> str:
+    """A kernel's name as prose quotes it: cut after `limit` characters (the tables give it whole)."""
+    return name if len(name) <= limit else name[:limit - 1] + "…"
+
+
 def _names(items: list[str]) -> str:
     items = list(dict.fromkeys(items))
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
@@ -181,7 +186,7 @@ def kernels_sentence(f: dict) -> str:
         if f"kernels_b{batch}" in f:
             n = f[f"kernels_b{batch}"]
             combine = f[f"combine_b{batch}"]
-            what = (f"{n} kernel{'s' if n != 1 else ''} ({_names(f[f'names_b{batch}'])})")
+            what = f"{n} kernel{'s' if n != 1 else ''} ({_names([_kernel(k) for k in f[f'names_b{batch}']])})"
             if combine:
                 what += f", the last, {combine}, combining the partial results of a split KV"
             parts.append(f"at batch {batch}, {what}")
@@ -267,7 +272,7 @@ def trap_sentence(d: DecodeSet, f: dict) -> str:
     if "trap" in f and bool(f["trap"]["ran"]):
         t = f["trap"]
         who = label(pinned_like(d, t))
-        parts.append(f"with is_causal=True, SDPA's choice runs {_names(list(t['kernel_names']))} ({who}) and "
+        parts.append(f"with is_causal=True, SDPA's choice runs {_names([_kernel(k) for k in t['kernel_names']])} ({who}) and "
                      f"returns an answer off by up to {t['error']:.3g} from the right one, and within "
                      f"{t['error_upper_left']:.3g} of a mask aligned to the top left, where the one query sees only the first key")
     if not refused.empty:
@@ -314,8 +319,9 @@ def ncu_sentence(d: DecodeSet, f: dict) -> str:
         return "Nsight Compute's DRAM counters are not in this recording"
     n = n.assign(ratio=n["read_bytes"] / n["kv_bytes"])
     lo, hi = float(n["ratio"].min()), float(n["ratio"].max())
+    span = f"{lo:.2f}×" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}× to {hi:.2f}×"
     return (f"over the {len(n)} calls measured under Nsight Compute, the bytes read from DRAM are "
-            f"{lo:.2f}× to {hi:.2f}× the KV cache's size (K and V, bf16)")
+            f"{span} the KV cache's size (K and V, bf16)")
 
 
 # --- tables -------------------------------------------------------------------------------------
@@ -381,8 +387,9 @@ def bandwidth_chart(d: DecodeSet, ceilings: pd.DataFrame | None = None) -> go.Fi
     backend, one panel per batch, with the measured copy roof."""
     from plotly.subplots import make_subplots
     p = d.points(("sweep", "flex"))
-    p = p[p["gbps"].notna()]
+    p = p[p["gbps"].notna() & (p["backend"] != AUTO)]   # SDPA's choice runs a pinned backend's kernels: drawn once
     batches = sorted(set(p["batch"]))
+    kvs = sorted(set(p["kv"]))
     fig = make_subplots(rows=len(batches), cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=[f"batch {b}" for b in batches])
     roof = copy_roof_gbps(ceilings)
@@ -395,7 +402,7 @@ def bandwidth_chart(d: DecodeSet, ceilings: pd.DataFrame | None = None) -> go.Fi
                             legendgroup=backend, showlegend=i == 1, row=i, col=1,
                             line=dict(color=style["color"]), marker=dict(symbol=style["symbol"], size=8),
                             hovertemplate=f"{label(backend)}, batch {batch}<br>KV %{{x:,}}: %{{y:,.0f}} GB/s<extra></extra>")
-        fig.update_xaxes(type="log", row=i, col=1)
+        fig.update_xaxes(type="log", row=i, col=1, tickvals=kvs, ticktext=[f"{kv // 1024}k" for kv in kvs])
         if roof:
             ref = "y" if i == 1 else f"y{i}"
             charts.reference_line(fig, roof, f"copy roof {roof:,.0f} GB/s" if i == 1 else "", ref=ref)
