@@ -108,6 +108,7 @@ class DecodeLayer(torch.nn.Module):
         self.register_buffer("v_cache", torch.randn(batch, self.heads, cache_len, HEAD_DIM) * 0.5)
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """One layer on one new token per sequence (`x`: [batch, 1, dim]); its key and value go to `pos`."""
         b = x.shape[0]
         h = x.float()
         h = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * self.norm
@@ -138,6 +139,7 @@ class DecodeModel(torch.nn.Module):
         self.register_buffer("sin", angles.sin())
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        """One decode step: every layer in turn on the new token `x`, at cache position `pos`."""
         cos, sin = self.cos[pos].to(x.dtype), self.sin[pos].to(x.dtype)
         for layer in self.layers:
             x = layer(x, pos, cos, sin)
