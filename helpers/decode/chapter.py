@@ -408,7 +408,7 @@ def bandwidth_chart(d: DecodeSet, ceilings: pd.DataFrame | None = None) -> go.Fi
             charts.reference_line(fig, roof, f"copy roof {roof:,.0f} GB/s" if i == 1 else "", ref=ref)
     fig.update_xaxes(title_text="KV length (tokens)", row=len(batches), col=1)
     fig.update_yaxes(title_text="GB/s")
-    fig.update_layout(height=300 * len(batches) + 160, legend=dict(orientation="h", y=-0.12))
+    fig.update_layout(height=300 * len(batches) + 120)
     return charts._title(fig, "KV bytes read per second, per call at decode",
                          "K and V bytes / the GPU's busy time; the dashed line is the measured copy roof")
 
