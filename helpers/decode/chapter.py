@@ -168,6 +168,7 @@ def glue_page(d: DecodeSet | None, ceilings: pd.DataFrame | None = None) -> dict
                                     f"{f['small_bound'].sentence()}" if "small_bound" in f else
                                     "the smallest call has no caller's timer in this set")
     g["step_sentence"] = _sentence(step_sentence(f))
+    g["timeline_sentence"] = _sentence(timeline_sentence(f))
     g["trap_sentence"] = trap_sentence(d, f)
     g["bandwidth_sentence"] = _sentence(bandwidth_sentence(d, f))
     g["ncu_sentence"] = _sentence(ncu_sentence(d, f))
@@ -177,7 +178,7 @@ def glue_page(d: DecodeSet | None, ceilings: pd.DataFrame | None = None) -> dict
 
 
 GLUED = ("gpu", "kernels_sentence", "pick_sentence", "split_sentence", "small_sentence", "step_sentence",
-         "trap_sentence", "bandwidth_sentence", "ncu_sentence")
+         "timeline_sentence", "trap_sentence", "bandwidth_sentence", "ncu_sentence")
 
 
 def kernels_sentence(f: dict) -> str:
@@ -252,6 +253,21 @@ def step_sentence(f: dict) -> str:
                  f"{c.graph_launches} graph launch{'es' if c.graph_launches != 1 else ''}), after a first call of "
                  f"{c.first_call_s:.0f} s")
     return text + "."
+
+
+def timeline_sentence(f: dict) -> str:
+    """What the two timelines show, in the step table's figures."""
+    if "step_eager" not in f:
+        return "the decode step is not in this recording"
+    e = f["step_eager"]
+    gaps = e.busy_pct is not None and e.busy_pct < 100 / (1 + 0.10)
+    text = (f"eager, {e.kernel_launches} launch calls on the CPU lane for {e.kernels} kernels; the GPU lane is busy "
+            f"{e.busy_pct:.0f}% of the step" + (", idle in the gaps between kernels" if gaps else ""))
+    if "step_graph" in f:
+        g = f["step_graph"]
+        text += (f"; under the graph, {g.graph_launches} cudaGraphLaunch and {g.kernel_launches} other launch "
+                 f"call{'s' if g.kernel_launches != 1 else ''} for {g.kernels} kernels, the GPU busy {g.busy_pct:.0f}%")
+    return text
 
 
 def speedup_words(ratio: float) -> str:
