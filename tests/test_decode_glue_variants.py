@@ -68,3 +68,10 @@ def test_every_variant_reads_as_sentences(variant, tmp_path):
         assert "about the same" in caught["dec_bandwidth_sentence"]
     if variant == "flash fastest":
         assert "flash backend" in caught["dec_pick_sentence"]
+
+
+@pytest.mark.parametrize("gpu", SETS)
+def test_a_sets_decode_recording_stays_small(gpu):
+    folder = ROOT / "notebooks" / "traces" / gpu / "decode"
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+    assert size < 8 * 2**20, f"{gpu}: decode/ holds {size / 2**20:.1f} MiB"

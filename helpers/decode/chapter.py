@@ -21,6 +21,13 @@ NOT_RECORDED = "not recorded in this set"
 LOOK_KV = 4096            # the KV length the kernel questions look at
 BIG = (64, 32768)         # the largest call: where bandwidth is judged
 SMALL = (1, 1024)         # the smallest call: where launch cost is judged
+# a right call in bf16 lands within about 0.01 of the float32 reference; a wrong mask is off by ~1
+WRONG_ABOVE = 0.05
+
+
+def wrong_answer(error: float) -> bool:
+    """The page's one definition of a wrong answer: max abs error against the right one over WRONG_ABOVE."""
+    return float(error) > WRONG_ABOVE
 
 
 def _fmt(x: float, decimals: int = 1) -> str:
@@ -293,7 +300,7 @@ def trap_sentence(d: DecodeSet, f: dict) -> str:
                      f"{t['error_upper_left']:.3g} of a mask aligned to the top left, where the one query sees only the first key")
     if not refused.empty:
         parts.append(f"pinned, {_names([label(b) for b in refused['backend']])} refuse{'s' if refused['backend'].nunique() == 1 else ''} the call")
-    wrong = ran[ran["error"].astype(float) > 0.05]["backend"].unique()
+    wrong = ran[ran["error"].map(wrong_answer)]["backend"].unique()
     if len(wrong):
         parts.append(f"every backend that ran ({_names([label(b) for b in wrong])}) gives the wrong answer")
     return _sentence("; ".join(parts)) if parts else "No backend ran the trap in this recording."
@@ -499,7 +506,7 @@ def questions(d: DecodeSet, ceilings: pd.DataFrame | None = None) -> guess.Quest
     if "trap" in f:
         t = f["trap"]
         options = ["it raises an error", "it runs and gives the right answer", "it runs and gives a wrong answer"]
-        answer = options[0] if not t["ran"] else options[1] if float(t["error"]) <= 0.05 else options[2]
+        answer = options[0] if not t["ran"] else options[2] if wrong_answer(t["error"]) else options[1]
         asked.append(guess.choice("decode-trap", "SDPA with is_causal=True at decode (1 query, many keys), no backend pinned:",
                                   options, answer, explained_by=("#decode-trap", "the is_causal trap")))
     n = d.ncu()

@@ -207,3 +207,28 @@ def test_the_glued_figures_and_the_guess_answers(recording, monkeypatch):
             assert said == "it raises an error"
         else:
             assert said == ("it runs and gives a wrong answer" if t["max_abs_error"] > 0.05 else "it runs and gives the right answer")
+
+
+def test_sdpa_pick_and_the_split_switch_from_the_raw_traces(recording):
+    """SDPA's pick: the pinned fused backend whose kernels (by name, as a multiset) SDPA's own call
+    ran at the same batch and KV; the split switch: flash's calls with a combine kernel, by batch,
+    and the rule's prediction (batch × 32 < 212)."""
+    from helpers.decode import chapter
+    folder, doc, _, d = recording
+    names = {}
+    for part in ("sweep", "split"):
+        for r in doc[part]:
+            names[(part, r["backend"], r["batch"], r["kv"])] = sorted(kernels_of_last_step(events(folder, r["trace"])))
+    pinned = ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
+    picks = chapter.picks(d).set_index(["batch", "kv"])
+    autos = [(b, kv) for (part, be, b, kv) in names if part == "sweep" and be == "sdpa_auto"]
+    assert len(picks) == len(autos)
+    for b, kv in autos:
+        same = [p for p in pinned if names.get(("sweep", p, b, kv)) == names[("sweep", "sdpa_auto", b, kv)]]
+        assert picks.loc[(b, kv), "picked"] == (same[0] if same else None)
+    switch = chapter.switch(d)
+    flash = {(b, kv): n for (part, be, b, kv), n in names.items() if be == "sdpa_flash"}
+    assert len(switch) == len(flash)
+    for r in switch.itertuples():
+        split = any(re.search(r"combine|lean_reduction", n) for n in flash[(r.batch, r.kv)])
+        assert r.split == split and r.rule_says_split == (r.batch * 32 < 212), (r.batch, r.kv)
