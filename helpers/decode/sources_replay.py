@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..core.replay_set import ReplaySet
 from .core import DecodeSet
 
-NOT_RECORDED = "Decode was not recorded in this replay set: this page has nothing to show for {gpu}."
+NOT_RECORDED = ("Decode is not recorded in this set ({gpu}'s recordings): this page has no measurement to show, "
+                "so nothing below it is drawn.")
 
 
 def fetch(gpu: str | None = None, live_device: str | None = None) -> tuple[DecodeSet | None, str]:
@@ -24,4 +25,4 @@ def fetch(gpu: str | None = None, live_device: str | None = None) -> tuple[Decod
         if found is not None:
             live = " (decode is not measured live: its recording takes minutes)" if live_device else ""
             return found, f"Replaying the decode recording of {found.gpu}, {found.doc['provenance'].get('date', '')[:10]}{live}."
-    return None, NOT_RECORDED.format(gpu=sets[-1].gpu)
+    return None, NOT_RECORDED.format(gpu=sets[-1].identity.device_name)
