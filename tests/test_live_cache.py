@@ -29,7 +29,8 @@ def fake_gpu(monkeypatch, tmp_path):
     """A live session on a fake GPU: returns the list of what the profiler ran."""
     ran = []
 
-    def capture(stage, shape=helpers.DEFAULT_SHAPE, training=False, **_):
+    def capture(stage, shape=helpers.DEFAULT_SHAPE, step=None, **_):
+        training = step is not None and step.name == "training"
         ran.append(("training" if training else "forward", stage))
         path = (SET / "training" if training else SET) / f"{stage}__{shape.key}.json.gz"
         prof = Profile.load(path, mode="live")

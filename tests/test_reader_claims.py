@@ -196,14 +196,14 @@ def test_cudnn_cpu_split_sums_and_the_article_is_not_misquoted():
 def test_the_intro_lists_every_chapter_and_the_five_operations():
     words = text(page("intro", "book"))
     for title in ("Naive", "In-place", "SDPA, math", "FlashAttention from the Hub", "The naive code, compiled",
-                  "FlexAttention", "At a glance", "Roofline", "Your own model", "Training"):
+                  "FlexAttention", "At a glance", "Decode", "Roofline", "Your own model", "Training"):
         assert f"{title}" in words, title
     assert "five operations: a matmul, a scale, an out-of-place masked_fill, a softmax and a second matmul" in words
     assert "chapter 8, At a glance, lists them" in words
 
 
 READER_PAGES = ["01_naive", "02_inplace", "03_sdpa_math", "04_sdpa_efficient", "05_sdpa_flash", "05b_hub_flash",
-                "06_sdpa_cudnn", "06b_naive_compiled", "06c_flex", "08_at_a_glance", "10_your_model"]
+                "06_sdpa_cudnn", "06b_naive_compiled", "06c_flex", "08_at_a_glance", "08b_decode", "10_your_model"]
 
 
 @pytest.mark.parametrize("name", READER_PAGES)

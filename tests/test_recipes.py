@@ -118,8 +118,9 @@ def test_the_recording_plan_is_the_registry():
     assert plan[("training", "stages")] == having("has_training")
     assert plan[("training", "training_ncu")] == having("training_ncu")
     assert plan[("training", "snapshot")] == having("snapshot")
+    assert plan[("decode", "stages")] == having("decodes")
     assert [step for step, what in plan if what == "command"] == [
-        "record", "timers", "ncu", "ceilings", "training", "hopper", "own_model", "smem_cliff"]
+        "record", "timers", "ncu", "ceilings", "training", "hopper", "own_model", "smem_cliff", "decode"]
     assert plan[("hopper", "stages")] == having("has_ncu") and plan[("hopper", "training_ncu")] == having("training_ncu")
 
 

@@ -14,6 +14,8 @@ facts as its defaults, into notebooks/traces/<gpu_slug(device)>/ (helpers.core.r
                                   opcodes executed (ncu) and held (its listing): chapter 7b's hopper/
     tools/record_own_model.py     the "Your own model" experiments
     tools/smem_cliff.py           the shared-memory experiment
+    tools/record_decode.py        decode (Stage.decodes): one query against a KV cache, a decode step eager and
+                                  under CUDA graphs, the is_causal trap, ncu's bytes (decode/)
 
 A recorder that cannot run here (no ncu, say) is reported and the others go on. Then select the
 set with ATTN_PROFILED_REPLAY_GPU=<gpu> (or make it the default in helpers/core/config.py).
@@ -35,7 +37,7 @@ sys.path.insert(0, str(TOOLS.parent))   # run as a file: this checkout's helpers
 from helpers.core.stages import STAGES, stages_where  # noqa: E402
 
 # the recorders, in turn; the stages each one records are queries of the registry (`plan`)
-STEPS = ("record", "timers", "ncu", "ceilings", "training", "hopper", "own_model", "smem_cliff")
+STEPS = ("record", "timers", "ncu", "ceilings", "training", "hopper", "own_model", "smem_cliff", "decode")
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ def plan(only=STEPS) -> list[Step]:
                        {"training_ncu (backward under ncu)": stages_where(training_ncu=True)}),
         "own_model": Step("own_model", ("record_own_model.py",)),
         "smem_cliff": Step("smem_cliff", ("smem_cliff.py",)),
+        "decode": Step("decode", ("record_decode.py",), stages_where(decodes=True)),
     }
     return [steps[name] for name in only]
 

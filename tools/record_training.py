@@ -1,7 +1,7 @@
 """Record the training chapter's replay set live on a GPU:  python tools/record_training.py
 
 Writes under notebooks/traces/<gpu>/training/:
-- <stage>__<shape>.json.gz: one profiled training step per stage (capture(..., training=True):
+- <stage>__<shape>.json.gz: one profiled training step per stage (capture(..., step=TRAINING_STEP):
   3 warm-up steps, schedule(wait=1, warmup=1, active=3); forward in attn_fwd, backward in
   attn_bwd), provenance inside, with what autograd kept between forward and backward;
 - memory.json: per stage the peak memory of one training step at seq 512, 1024, ... until the
@@ -69,6 +69,7 @@ def record_traces(run: Run, stages, bench_csv: Path) -> None:
     import pandas as pd
 
     from helpers.sources.capture import capture
+    from helpers.training.sources_step import TRAINING_STEP
     rows = []
     for name in stages:
         if run.left() < 60:
@@ -76,7 +77,7 @@ def record_traces(run: Run, stages, bench_csv: Path) -> None:
             break
         started = time.perf_counter()
         try:
-            prof = capture(name, DEFAULT_SHAPE, training=True, command=run.memory["command"])
+            prof = capture(name, DEFAULT_SHAPE, step=TRAINING_STEP, command=run.memory["command"])
             path = refuse_invalid(prof.save(run.out / f"{name}__{DEFAULT_SHAPE.key}.json.gz"), prof)
             s = prof.summary()
             held = prof.provenance.extra["training"]

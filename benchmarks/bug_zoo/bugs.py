@@ -80,6 +80,10 @@ VC = "helpers/views/charts.py"
 CHART_T = [IND + "test_charts_raw.py"] + ZOO_T
 ARTICLE_T = [IND + "test_article_quotes.py"] + ZOO_T
 NAMES_T = [IND + "test_decoded_names_raw.py"] + ZOO_T
+# issue 39: the decode chapter, recomputed from its raw recording (fake sets and every real one)
+DC = "helpers/decode/core.py"
+DH = "helpers/decode/chapter.py"
+DECODE_T = [IND + "test_decode_raw.py"]
 
 BUGS = [
     # --- claims: every chapter's verdicts (02, 03, 06, 06b, 06c) ---------------------------------
@@ -504,6 +508,34 @@ BUGS = [
          replace='values["tr_wall_million"] = (", ".join(past) or "none") if past is not None else sentence_for(',
          shows="11 (H100 set): 'only none stays past a million tokens'",
          tests=["tests/test_glue_variants.py", "tests/independent/test_ch11_raw.py"]),
+    # --- 08b decode (issue 39): each caught by the raw recomputation of tests/independent/test_decode_raw.py ---
+    dict(id="decode-gbps-mb", file=DC, cls="unit", chapter="08b",
+         find='row["gbps"] = row["kv_bytes"] / row["busy_us"] / 1e3 if', replace='row["gbps"] = row["kv_bytes"] / row["busy_us"] if',
+         shows="08b: the achieved bandwidth in MB/s under a GB/s label (the chart 1000× over the copy roof)", tests=DECODE_T),
+    dict(id="decode-token-min", file=DC, cls="stat", chapter="08b",
+         find='"us_per_token": median(loop) if loop else None,', replace='"us_per_token": min(loop) if loop else None,',
+         shows="08b: the time per token from the fastest repeat instead of the median, the table beside the bound", tests=DECODE_T),
+    dict(id="decode-ncu-time-ms", file=DC, cls="unit", chapter="08b",
+         find='time_us = float(table["gpu__time_duration.sum"].sum()) / 1e3', replace='time_us = float(table["gpu__time_duration.sum"].sum()) / 1e6',
+         shows="08b: ncu's kernel time in ms under µs, its GB/s 1000× too high", tests=DECODE_T),
+    dict(id="decode-no-lean-reduction", file=DC, cls="column", chapter="08b",
+         find='COMBINE = re.compile(r"splitkv_combine|combine_kernel|lean_reduction|^triton_per_", re.I)',
+         replace='COMBINE = re.compile(r"splitkv_combine|combine_kernel|^triton_per_", re.I)',
+         shows="08b: cuDNN's split at batch 1 (its lean_reduction_kernel) read as one kernel, no split", tests=DECODE_T),
+    dict(id="decode-speedup-inverted", file=DH, cls="ratio", chapter="08b",
+         find='out["graph_speedup"] = out["step_eager"].us_per_token / out["step_graph"].us_per_token',
+         replace='out["graph_speedup"] = out["step_graph"].us_per_token / out["step_eager"].us_per_token',
+         shows="08b: 'replayed as one CUDA graph, 0.3× faster' where the graph is 3× faster", tests=DECODE_T),
+    dict(id="decode-busy-as-idle", file=DH, cls="sentence", chapter="08b",
+         find='round(e.busy_pct), tolerance=0.2, unit=" %",', replace='round(100 - e.busy_pct), tolerance=0.2, unit=" %",',
+         shows="08b: the guess 'what share of a step is the GPU busy' answered with the idle share", tests=DECODE_T),
+    dict(id="decode-best-is-slowest", file=DH, cls="sort", chapter="08b",
+         find='return rows.sort_values("gbps", ascending=False).reset_index(drop=True)',
+         replace='return rows.sort_values("gbps", ascending=True).reset_index(drop=True)',
+         shows="08b: the slowest backend named the fastest at batch 64, KV 32k, with its % of the copy roof", tests=DECODE_T),
+    dict(id="decode-trap-right-wrong", file=DH, cls="compare", chapter="08b",
+         find='return float(error) > WRONG_ABOVE', replace='return float(error) < WRONG_ABOVE',
+         shows="08b: the is_causal trap judged 'runs and gives the right answer' where its error is 2.8", tests=DECODE_T),
     dict(id="cupti-zero-not-zero-always", file=OL, cls="sentence", chapter="07",
          find='tail = ", not zero" if nonzero == n else f": {nonzero} of the {n} read above zero"',
          replace='tail = ", not zero"',

@@ -64,6 +64,11 @@ LEDGER = {
                                   "runs on the FMA units (FFMA), not on the tensor cores"),
     "copy roof": ("TB/s", "a device-to-device copy's bytes per second under do_bench (read and written)"),
     "ridge": ("FLOP/byte", "a compute roof over the copy roof: left of it the bytes run out first"),
+    "time per token": ("µs", "the caller's timer of one decode step, one new token per sequence: the median of "
+                             "its repeats of N back-to-back steps between two CUDA events, divided by N"),
+    "achieved bandwidth": ("GB/s", "the bytes of K and V one decode call must read over the GPU's busy time per "
+                                   "call in the trace (beside it, Nsight Compute's DRAM bytes read and written over "
+                                   "ncu time): what a memory-bound call is judged by, against the copy roof"),
 }
 
 # a kernel is bound by a roof when it reaches at least this share of it; under it on both roofs it
@@ -257,3 +262,17 @@ def wall_seq(bytes_per_score: float, bytes_per_q_element: float, batch: int, hea
     if a > 0:
         return float((-b + np.sqrt(b * b + 4 * a * total_bytes)) / (2 * a))
     return float(total_bytes / b) if b > 0 else float("inf")
+
+
+# ------------------------------------------------------------------------------------------ decode
+
+def time_per_token(loop_us) -> float:
+    """time per token: the median of the caller's timer's repeats (µs per step)."""
+    v = sorted(float(x) for x in loop_us)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def achieved_gbps(nbytes: float, microseconds: float) -> float:
+    """achieved bandwidth: bytes over µs, in GB/s (1 GB = 1e9 bytes)."""
+    return float(nbytes) / float(microseconds) / 1e3

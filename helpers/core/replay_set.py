@@ -35,6 +35,7 @@ KINDS = {
     "experiment": ("experiments", ".json.gz"),   # the shared-memory cliff: smem_cliff.json.gz
     "training": ("training", ""),        # training steps, memory.json, snapshots, ncu/ (names with suffix)
     "hopper": ("hopper", ""),            # per-kernel SASS opcode counts and listings (tools/record_hopper.py)
+    "decode": ("decode", ""),            # decode.json, traces/, ncu/: one query against a KV cache (record_decode.py)
 }
 
 

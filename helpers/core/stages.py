@@ -139,6 +139,7 @@ class Stage:
     dispatched: bool = False        # no backend pinned: SDPA picks one at run time, so its kernels are a pinned stage's
     in_article: bool = False        # the source article profiled it (its closing table, chapter 8's shape explorer)
     snapshot: bool = False          # chapter 11 records its training step's memory snapshot (tools/record_training.py)
+    decodes: bool = False           # recorded at decode, one query against a KV cache (tools/record_decode.py, 08b)
 
     def __post_init__(self) -> None:
         if not self.short:
@@ -245,7 +246,7 @@ register(Stage(
     "naive", "Naive attention", "matmul, scale, out-of-place masked_fill, softmax, matmul",
     naive_forward, naive_mask=True,
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
-    ncu_swept=True, training_ncu=True, in_article=True, snapshot=True,
+    ncu_swept=True, training_ncu=True, in_article=True, snapshot=True, decodes=True,
     short="naive", colour=KIND_COLORS["masked_fill"], symbol="circle",
     lesson='an out-of-place masked_fill hides a full copy of the scores, a Memcpy no line of code asked for',
     lesson_claim='out-of-place masked_fill copies the scores first'))
@@ -261,7 +262,7 @@ register(Stage(
     "sdpa_math", "SDPA, math backend", "F.scaled_dot_product_attention pinned to MATH",
     sdpa_forward, sdpa_backend="MATH",
     guess_kinds=("gemm", "elementwise", "masked_fill", "softmax", "gemm"),
-    ncu_swept=True, training_ncu=True, in_article=True,
+    ncu_swept=True, training_ncu=True, in_article=True, decodes=True,
     short="math", colour=KIND_COLORS["softmax"], symbol="square",
     lesson=('one API call, yet more kernels than the naive code and other ones: fp32 copies and CUDA-core '
             'matmuls, a causal mask built on every call, a safe softmax'),
@@ -271,7 +272,7 @@ register(Stage(
     sdpa_forward, Requirement("the memory-efficient kernel needs sm 8.0+ for bf16", min_capability=(8, 0)),
     sdpa_backend="EFFICIENT_ATTENTION",
     guess_kinds=("attention",),
-    ncu_swept=True, training_ncu=True, fused=True, in_article=True,
+    ncu_swept=True, training_ncu=True, fused=True, in_article=True, decodes=True,
     short="efficient", colour=KIND_COLORS["elementwise"], symbol="triangle-up",
     lesson="one fused kernel, xformers' memory-efficient attention built on CUTLASS",
     lesson_claim='one fused CUTLASS'))
@@ -281,7 +282,7 @@ register(Stage(
                               max_head_dim=256),
     sdpa_backend="FLASH_ATTENTION",
     guess_kinds=("attention",),
-    ncu_swept=True, training_ncu=True, fused=True, in_article=True, snapshot=True,
+    ncu_swept=True, training_ncu=True, fused=True, in_article=True, snapshot=True, decodes=True,
     short="flash", colour=KIND_COLORS["attention"], symbol="diamond",
     lesson='one fused FlashAttention-2 kernel: the scores never reach HBM',
     lesson_claim='one fused FlashAttention-2 kernel'))
@@ -290,7 +291,7 @@ register(Stage(
     sdpa_forward, Requirement("cuDNN attention needs an Ampere-or-newer GPU and fp16/bf16", **AMPERE_HALF),
     sdpa_backend="CUDNN_ATTENTION",
     guess_kinds=("attention",),
-    ncu_swept=True, training_ncu=True, fused=True, in_article=True,
+    ncu_swept=True, training_ncu=True, fused=True, in_article=True, decodes=True,
     short="cudnn", colour=KIND_COLORS["gemm"], symbol="star",
     lesson='a fused kernel cuDNN generates, and more CPU work around its launch',
     lesson_claim='cuDNN spends more CPU time per forward'))
@@ -298,7 +299,7 @@ register(Stage(
     "sdpa_auto", "SDPA, automatic choice", "no backend pinned: SDPA picks one for this GPU and shape",
     sdpa_forward,
     guess_kinds=("attention",),
-    training_ncu=True, fused=True, dispatched=True,
+    training_ncu=True, fused=True, dispatched=True, decodes=True,
     short="auto", colour=KIND_COLORS["reduce"], symbol="star-open",
     lesson='the backend SDPA picks by itself for this GPU and shape',
     lesson_claim="with no backend pinned, SDPA picks the fastest backend"))
@@ -368,7 +369,7 @@ register(Stage(
     "flex", "FlexAttention", "flex_attention with a causal block mask, compiled to one Triton kernel",
     flex_forward, Requirement("FlexAttention needs Triton on an sm 8.0+ GPU", min_capability=(8, 0)),
     guess_kinds=("attention",),
-    ncu_swept=True, fused=True,
+    ncu_swept=True, fused=True, decodes=True,
     extra_inputs=add_causal_block_mask, compiled=True,
     short="flex", colour=KIND_COLORS["copy"], symbol="hexagon",
     lesson='FlexAttention compiles a causal block mask into one Triton kernel',

@@ -78,7 +78,8 @@ def glue_step(prof: Profile, prefix: str) -> dict:
     # what to do next, said for the verdict the step has (never the other verdict's advice)
     values["next"] = (
         "the kernels are longer but not yet long enough to hide the CPU's issue time: a bigger batch, "
-        "fewer Python ops per step (the fast path, torch.compile) or CUDA graphs would close the gap"
+        "fewer Python ops per step (the fast path, torch.compile) or the step replayed as one graph (chapter 8b) "
+        "would close the gap"
         if values["bound"] == "CPU" else
         f"the top kernel is where to look next: here a {values['top_kind']} "
         f"({values['top_pct']:.1f}% of the GPU time)" if values["bound"] == "GPU" else

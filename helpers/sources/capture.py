@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import json
 import shlex
@@ -36,6 +37,26 @@ def quiet_profiler_notes():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_PROFILER_CYCLE_NOTE, category=UserWarning)
         yield
+
+
+def _forward(stage: Stage, inputs: dict) -> object:
+    return stage.run(inputs)
+
+
+@dataclass(frozen=True)
+class Step:
+    """What `capture` profiles once per profiler step, and what it records beside the trace: handed
+    to it by the chapter that owns the step (capture knows no chapter). The default is one forward;
+    the training chapter hands its training step (helpers.training.sources_step.TRAINING_STEP)."""
+
+    name: str = "forward"
+    run: Callable[[Stage, dict], object] = _forward          # one call, on the stage's inputs
+    prepare: Callable[[dict], object] | None = None          # the inputs set up once, before the first call
+    beside: Callable[[Stage, dict], dict] | None = None      # recorded beside the trace: provenance `extra`
+    keeps_code: bool = True   # a compiled stage's first call keeps Inductor's code (a forward's, not a step's)
+
+
+FORWARD = Step()
 
 
 def device_provenance(stage: str, shape: Shape, command: str | None = None) -> dict:
@@ -161,7 +182,7 @@ def profile_steps(step: Callable[[], object], plan: dict, activities, sync: Call
 
 
 def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_timer: bool = True,
-            activities=None, command: str | None = None, training: bool = False,
+            activities=None, command: str | None = None, step: Step = FORWARD,
             timed_compile: bool | None = None) -> Profile:
     """Profile `stage` live: 3 warm-up calls, then schedule(wait=1, warmup=1, active=3).
 
@@ -173,10 +194,10 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
     N back-to-back calls between two CUDA events, / N, 7 repeats) records what a loop pays per
     call: the wall time of the book's one "bound by" verdict (`helpers.core.bound`).
 
-    With `training`, each profiled call is one training step instead of a forward: the forward
-    under autograd in record_function("attn_fwd"), then the backward with a fixed grad_output in
-    record_function("attn_bwd") (helpers/training/sources_step.py); the memory fields are those of
-    the whole step, and `extra["training"]` holds what autograd kept between the two.
+    `step` is what each profiled call runs (`Step`): one forward by default; the training chapter
+    hands its training step (the forward under autograd in record_function("attn_fwd"), then the
+    backward with a fixed grad_output in record_function("attn_bwd"), and beside it what autograd
+    kept between the two, in `extra`): the memory fields are then those of the whole step.
 
     A torch.compile stage's first call is the compile a page times (`timed_compile`, default:
     at the article's shape, the one whose first call and generated code the pages show): it
@@ -188,16 +209,13 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
     if stage.compiled:
         reset_compiled()  # so the first call below pays the whole compilation, as a reader's does
     inputs = stage.make_inputs(shape, "cuda")
-    if training:
-        from ..training.sources_step import held_for_backward, prepare, train_step
-        prepare(inputs)
-        forward = lambda: train_step(stage, inputs)  # noqa: E731
-    else:
-        forward = lambda: stage.run(inputs)  # noqa: E731
-    # a training step's first call compiles forward and backward: its code is not kept (and the
-    # FX graph cache stays on, so that a second process compiling the same graphs is quick)
+    if step.prepare is not None:
+        step.prepare(inputs)
+    forward = lambda: step.run(stage, inputs)  # noqa: E731
+    # a step that is no forward (a training step compiles forward and backward) keeps no code (and
+    # the FX graph cache stays on, so that a second process compiling the same graphs is quick)
     timed_compile = shape == DEFAULT_SHAPE if timed_compile is None else timed_compile
-    first_call_seconds, generated_code = _first_call(forward, stage.compiled and not training, timed_compile)
+    first_call_seconds, generated_code = _first_call(forward, stage.compiled and step.keeps_code, timed_compile)
     for _ in range(WARMUP_CALLS - 2):
         forward()
     memory_before, peak_memory = _peak_memory(forward)  # the last warm-up call
@@ -218,8 +236,8 @@ def capture(stage: Stage | str, shape: Shape = DEFAULT_SHAPE, *, independent_tim
                "first_call_seconds": first_call_seconds, "setup_seconds": inputs.get("setup_seconds")}
     if generated_code:
         fields["extra"] = {"generated_code": generated_code}
-    if training:
-        fields["extra"] = fields.get("extra", {}) | {"training": held_for_backward(stage, inputs)}
+    if step.beside is not None:
+        fields["extra"] = fields.get("extra", {}) | step.beside(stage, inputs)
     if not saw_gpu:   # shown only in place of the kernels' time CUPTI did not record
         fields["cuda_event_time_us"] = cuda_event_time_us(forward)
     if independent_timer:

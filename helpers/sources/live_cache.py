@@ -3,7 +3,7 @@ keeps): the training steps, the "Your own model" experiments and the shared-memo
 
 One folder per GPU and torch (config.cache_dir, under ATTN_PROFILED_CACHE), a sub-folder per kind:
 
-    <cache>/training/<stage>__<shape>.json.gz     a training step (capture(..., training=True))
+    <cache>/training/<stage>__<shape>.json.gz     a training step (capture(..., step=TRAINING_STEP))
     <cache>/own_model/<name>.json.gz               an experiment (profile_code)
     <cache>/experiments/smem_cliff.json.gz         the shared-memory experiment's events
 

@@ -91,6 +91,17 @@ class Session:
         from ..training.sources_modes import snapshots
         return snapshots(tuple(stages), self._mode(), memory, gpu=self.gpu)
 
+    def decode(self):
+        """The decode chapter's recording (helpers.decode.core.DecodeSet, or None where the set has
+        none) and the line saying where it comes from: always a recording (its recording takes
+        minutes on a GPU); live, this GPU's own replay set first."""
+        from ..decode.sources_replay import fetch
+        device = None
+        if self.live and self.gpu is None:
+            import torch
+            device = torch.cuda.get_device_name(0)
+        return fetch(self.gpu, device)
+
     def training_counters(self) -> dict:
         """ncu's backward and forward tables of the training chapter, with the calibration."""
         from ..training.sources_modes import training_counters

@@ -102,15 +102,16 @@ def training_counters(gpu: str | None = None, shape: Shape = DEFAULT_SHAPE) -> d
 
 def profile_training(stage: str, shape: Shape = DEFAULT_SHAPE, mode: str = "auto", quiet: bool = False,
                      gpu: str | None = None, fresh: bool = False):
-    """One profiled training step of `stage`: live on a GPU (capture(..., training=True)), else
+    """One profiled training step of `stage`: live on a GPU (capture(..., step=TRAINING_STEP)), else
     the recorded one; in "auto" mode a stage this GPU can't run is replayed, with the reason.
     `gpu`: that GPU's recording. Live, a step is profiled once a session (kept in the session's
     cache, helpers.sources.live_cache) and reused; `fresh=True` profiles it again."""
     def live() -> Profile:
         from ..sources import live_cache
         from ..sources.capture import capture
+        from .sources_step import TRAINING_STEP
         return live_cache.profile("training", f"{stage}__{shape.key}",
-                                  lambda: capture(stage, shape, training=True), fresh=fresh)
+                                  lambda: capture(stage, shape, step=TRAINING_STEP), fresh=fresh)
     return live_or_recorded(stage, "replay" if gpu else mode, live, lambda: load_step(stage, shape, gpu),
                             "training step", quiet)
 

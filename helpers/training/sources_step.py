@@ -28,6 +28,7 @@ from typing import Callable
 import torch
 
 from ..core.stages import DEFAULT_SHAPE, Shape, Stage, get_stage, reset_compiled
+from ..sources.capture import Step
 
 from .core import BACKWARD_ANNOTATION, TRAINING_STAGES  # noqa: F401
 
@@ -333,3 +334,11 @@ def gib(n: float) -> float:
 __all__ = ["TRAINING_STAGES", "BACKWARD_ANNOTATION", "prepare", "train_step", "held_for_backward",
            "step_memory", "seq_ladder", "inplace_under_autograd", "memory_snapshot",
            "profile_backwards", "SNAPSHOT_SHAPE"]
+
+
+def _held(stage: Stage, inputs: dict) -> dict:
+    return {"training": held_for_backward(stage, inputs)}
+
+
+# the step the training chapter hands to the one capture (helpers.sources.capture.capture(step=...))
+TRAINING_STEP = Step("training", run=train_step, prepare=prepare, beside=_held, keeps_code=False)
