@@ -230,6 +230,29 @@ def raw_per_step(events: list[dict]) -> list[tuple[float, float]]:
     return rows
 
 
+# A chapter whose recordings are a folder of their own in a replay set (made by its own recorder):
+# built from a set without that folder, its page says so in one line instead of a replay line.
+OWN_FOLDER = {"08b_decode": "decode"}
+
+
+def selected_set() -> Path:
+    """The replay set the book is built from (the same variable and default as helpers' config)."""
+    return ROOT / "notebooks" / "traces" / (os.environ.get("ATTN_PROFILED_REPLAY_GPU") or "h200")
+
+
+def says_unrecorded(name: str, text: str) -> bool:
+    """True where page `name` has no recording in the selected set, which it must then say (and
+    only then): its folder is looked up in the set, not asked of the page's code."""
+    folder = OWN_FOLDER.get(name)
+    if folder is None:
+        return False
+    absent = not (selected_set() / folder).is_dir()
+    said = "is not recorded in this set" in " ".join(text.split())
+    assert said == absent, (f"{name}: the set {'lacks' if absent else 'holds'} {folder}/, and the page "
+                            f"{'says' if said else 'does not say'} it is not recorded")
+    return absent
+
+
 @pytest.fixture(scope="session")
 def recorded_traces() -> list[Path]:
     """The replay set: a test over the recordings takes this fixture, so that an empty set fails

@@ -165,7 +165,10 @@ class Visit:
         self.page.on("console", lambda m: m.type == "error" and self.problems.append(
             f"console error: {m.text} ({m.location.get('url', '')})"))
         self.page.on("pageerror", lambda e: self.problems.append(f"uncaught exception: {e}"))
-        self.page.on("requestfailed", lambda r: self.problems.append(
+        # ERR_ABORTED is the browser cancelling a request of its own (a navigation leaving the page
+        # before its favicon came, say), not the book failing one; a request outside the book is
+        # reported by _route, and a missing file by the response's status
+        self.page.on("requestfailed", lambda r: "ERR_ABORTED" not in (r.failure or "") and self.problems.append(
             f"failed request: {r.url} ({r.failure})"))
         self.page.on("response", lambda r: r.status >= 400 and self.problems.append(
             f"HTTP {r.status}: {r.url}"))

@@ -21,10 +21,10 @@ T4 = "Tesla T4 (fake)"
 
 @pytest.fixture
 def t4(monkeypatch, tmp_path):
-    def capture(stage, shape=helpers.DEFAULT_SHAPE, training=False, **_):
+    def capture(stage, shape=helpers.DEFAULT_SHAPE, step=capturing.FORWARD, **_):
         if stage == "sdpa_flash":
             raise StageUnavailable("FlashAttention-2 needs an Ampere-or-newer GPU and fp16/bf16.")
-        if training:   # the training step's recording, as the T4's
+        if step.name == "training":   # the training step's recording, as the T4's
             from helpers.training.sources_modes import load_step
             recorded = load_step(stage, shape)
         else:

@@ -83,8 +83,9 @@ def load(gpu: str | None = None) -> Recording:
         counted = rs.path("ncu", "provenance.json")
         stand_in = json.loads(counted.read_text()) if counted.exists() else {}
         return Recording(rs.gpu, tensor_pipes(rs.gpu), stand_in, missing=(
-            f"The {rs.gpu} set holds no per-opcode recording (its hopper/ folder, made by "
-            f"`tools/record_hopper.py` on the GPU): the tensor-pipe counters of its ncu tables stand in, "
+            f"The {rs.gpu} set holds no per-opcode recording (a count of every SASS instruction each "
+            f"kernel executed, minutes of Nsight Compute replay on the GPU): the tensor-pipe counters "
+            f"of its ncu tables stand in, "
             f"and the TMA, setmaxnreg and exponent columns stay empty."), source=f"{rs.gpu}'s ncu/ tables")
     provenance = json.loads(prov_path.read_text())
     tables, failed = [], dict(provenance.get("failed", {}))
@@ -140,6 +141,6 @@ def fetch(mode: str = "auto", gpu: str | None = None) -> Recording:
             return rec
         rec = load(None)
         rec.source = (f"the {rec.gpu} recording: this GPU ({own}) has none; "
-                      f"`python tools/record_hopper.py` records it (minutes of ncu replay)")
+                      f"counting every instruction of every kernel takes minutes of Nsight Compute replay")
         return rec
     return load(gpu)
