@@ -17,7 +17,7 @@ import re
 import pytest
 
 from helpers.views.guess import STORAGE_KEY, judge
-from test_browser import LAPTOP, PAGES, PHONE, book, last_visit, page_params, server, visit  # noqa: F401 (fixtures)
+from test_browser import LAPTOP, PAGES, PHONE, book, last_visit, page_params, server, shoot, visit  # noqa: F401 (fixtures)
 from test_guess_js import right_text, wrong_text  # a reader's right and wrong answers, one definition
 
 pytestmark = pytest.mark.browser
@@ -112,7 +112,7 @@ def test_every_question_of_the_page(last_visit, book, path, size):
         assert root.get_attribute("data-apq-verdict") == "revealed"
         assert key["answerText"] in root.locator(".apq-result").inner_text()
     assert page.evaluate("() => document.documentElement.scrollWidth") <= size[0], path
-    page.screenshot(path=f"/tmp/apq-{path.split('/')[-1]}-{size[0]}.png")
+    shoot(page, book.parent / "screenshots" / f"apq__{path.split('/')[-1]}__{size[0]}.png")
     assert not v.problems, (path, v.problems)
 
 
