@@ -387,14 +387,15 @@ def test_jupyterlab_runs_a_notebook_draws_its_charts_and_answers_the_guess(serve
         assert plots.nth(i).locator(".main-svg .trace, .main-svg .point, .main-svg path.bars").count() > 0, i
     # and they read on a phone: JupyterLab runs no script of ours, the figure fits by itself
     # (helpers.views.charts.fit_layout): each title and legend inside its chart, clear of each other
-    from test_browser import CHARTS_JS
+    from test_browser import CHARTS_JS, SCREENSHOTS
     page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()  # the file browser closed
     page.set_viewport_size({"width": 390, "height": 844})
     page.wait_for_timeout(1500)  # plotly's responsive resize
     widths = page.locator(".jp-OutputArea .js-plotly-plot").evaluate_all("ps => ps.map(p => p.clientWidth)")
     print("JupyterLab at 390 px: charts", widths, "px wide")
     narrow = page.evaluate(CHARTS_JS)
-    page.screenshot(path=str(tmp_path / "jupyterlab-390.png"), full_page=True)
+    if SCREENSHOTS:   # for a person (none in CI): no check reads it
+        page.screenshot(path=str(tmp_path / "jupyterlab-390.png"), full_page=True)
     assert not narrow, "\n".join(narrow)
     page.set_viewport_size({"width": 1400, "height": 1000})
     # guess first, then look: the question's own JavaScript judges a typed guess against the
@@ -416,7 +417,8 @@ def test_jupyterlab_runs_a_notebook_draws_its_charts_and_answers_the_guess(serve
     field.fill(right)
     question.locator("button.apq-look").click()
     assert question.get_attribute("data-apq-verdict") == "right"
-    page.screenshot(path=str(tmp_path / "jupyterlab.png"))
+    if SCREENSHOTS:
+        page.screenshot(path=str(tmp_path / "jupyterlab.png"))
     assert page.get_by_text("notified about official Jupyter news").count() == 0, \
         "space/jupyter-config should turn the news prompt off"
     assert outputs.count() > 0 and not errors, errors
