@@ -6,6 +6,8 @@ the book's plotly template and renderer (views.charts), and, in an IPython kerne
 renderer every DataFrame reaches the page through (views.render)."""
 from __future__ import annotations
 
+import sys
+
 import pandas as pd
 
 PANDAS_OPTIONS = {"display.max_colwidth": None, "display.max_columns": 40, "display.width": 250}
@@ -14,6 +16,11 @@ PANDAS_OPTIONS = {"display.max_colwidth": None, "display.max_columns": 40, "disp
 def use_book_style() -> None:
     """Install the book's pandas options, plotly template and renderer, and table renderer.
     Calling it again changes nothing more."""
+    # plotly imports nbformat (its mimetype renderer checks the version), nbformat imports jsonschema,
+    # and jsonschema builds an Earley parser for its IRI format checker (rfc3987_syntax) as it is
+    # imported: a second of every kernel's first cell, for a check no kernel of the book runs
+    # (jsonschema checks formats only when handed a FormatChecker). Left out where not yet loaded.
+    sys.modules.setdefault("rfc3987_syntax", None)
     from . import charts, render
     for option, value in PANDAS_OPTIONS.items():
         pd.set_option(option, value)
