@@ -36,6 +36,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -151,12 +152,14 @@ def server(book):
     proc.wait(timeout=10)
 
 
-# A loaded page is settled when its fonts are in, every chart is drawn by plotly and re-fitted by
+# A loaded page is settled when its fonts are in, the theme's script has resolved the colour scheme
+# (data-theme "auto" until it has), every chart is drawn by plotly and re-fitted by
 # chart_fit.js to the width it has now (data-fit-width; a chart in a closed fold has none yet), every
 # formula is typeset by MathJax, and two frames have passed since (Font Awesome draws its icons on the
 # next frame, and a layout the last of them caused is done)
 SETTLED_JS = """async () => {
   const ready = () => document.fonts.status === 'loaded'
+    && ['light', 'dark'].includes(document.documentElement.dataset.theme)
     && [...document.querySelectorAll('.plotly-graph-div')].every(gd => gd._fullLayout
          && (!gd.clientWidth || !gd.closest('.cell_output') || gd.getAttribute('data-fit-width') === String(gd.clientWidth)))
     && document.querySelectorAll('mjx-container').length >= document.querySelectorAll('.math').length;
@@ -199,7 +202,14 @@ class Visit:
     def open(self):
         """The page loaded and settled: waited for by what the checks read, not by fixed pauses
         (networkidle's 500 ms and 300 ms more cost ~0.8 s a load, ~100 loads a run)."""
-        self.page.goto(f"{self.base}/{self.path}", wait_until="load")
+        url = f"{self.base}/{self.path}"
+        self.page.goto(url, wait_until="load")
+        # a page that sends the reader on (index.html's meta refresh): the checks read the page it
+        # lands on, once that has loaded (the browser is on its way there when goto returns)
+        with urllib.request.urlopen(url, timeout=10) as sent:
+            refresh = re.search(rb'http-equiv="Refresh" content="\d+; url=([^"]+)"', sent.read(4096))
+        if refresh:
+            self.page.wait_for_url(urllib.parse.urljoin(url, refresh.group(1).decode()), wait_until="load")
         # no page draws an ipywidget: the guesses are their own outputs' JavaScript
         views = self.page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
         assert not views, f"{self.path} holds {views} ipywidgets views, which nothing draws"
