@@ -82,11 +82,13 @@ def load(gpu: str | None = None) -> Recording:
     if not prov_path.exists():
         counted = rs.path("ncu", "provenance.json")
         stand_in = json.loads(counted.read_text()) if counted.exists() else {}
+        name = stand_in.get("gpu", rs.gpu)   # the GPU's own name for the reader, the set's folder else
         return Recording(rs.gpu, tensor_pipes(rs.gpu), stand_in, missing=(
-            f"The {rs.gpu} set holds no per-opcode recording (a count of every SASS instruction each "
+            f"The {name} set holds no per-opcode recording (a count of every SASS instruction each "
             f"kernel executed, minutes of Nsight Compute replay on the GPU): the tensor-pipe counters "
             f"of its ncu tables stand in, "
-            f"and the TMA, setmaxnreg and exponent columns stay empty."), source=f"{rs.gpu}'s ncu/ tables")
+            f"and the TMA, setmaxnreg and exponent columns stay empty."),
+            source=f"the {name}'s Nsight Compute tables")
     provenance = json.loads(prov_path.read_text())
     tables, failed = [], dict(provenance.get("failed", {}))
     for part in sorted(p.name.removesuffix(".raw.csv.gz") for p in here.glob("*.raw.csv.gz")):
@@ -101,7 +103,8 @@ def load(gpu: str | None = None) -> Recording:
         missing = ("Not recorded in this set: " + ", ".join(sorted(failed)) +
                    f" (see {prov_path.name}).")
     table.attrs = {"gpu": rs.gpu, "device": provenance.get("gpu", rs.gpu)}
-    return Recording(rs.gpu, table, provenance, missing, source=f"{rs.gpu}'s hopper/ recording")
+    return Recording(rs.gpu, table, provenance, missing,
+                     source=f"the {provenance.get('gpu', rs.gpu)}'s per-opcode recording")
 
 
 def tensor_pipes(gpu: str | None = None, stages=None) -> pd.DataFrame:
