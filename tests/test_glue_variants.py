@@ -197,6 +197,13 @@ PAGES = {"stage pages": stage_pages, "08 timer": at_a_glance, "claims (02, 06)":
          "06b": compiled_page, "06c": flex_page, "11": training_page}
 
 
+def assert_sentences(caught: dict, page: str, where: str) -> None:
+    """The page glued something, and every glued value reads as a sentence (no `fault`)."""
+    assert caught, f"{page} glued nothing"
+    bad = {k: (v, fault(v)) for k, v in caught.items() if fault(v)}
+    assert not bad, f"{where}: {bad}"
+
+
 @pytest.fixture
 def caught(monkeypatch):
     import myst_nb
@@ -209,9 +216,7 @@ def caught(monkeypatch):
 @pytest.mark.parametrize("name", VARIANTS)
 def test_every_glued_value_reads_as_a_sentence(recorded, name, page, caught):
     PAGES[page](variant(recorded, name))
-    assert caught, f"{page} glued nothing"
-    bad = {k: (v, fault(v)) for k, v in caught.items() if fault(v)}
-    assert not bad, f"{recorded['gpu']}, {name}: {bad}"
+    assert_sentences(caught, page, f"{recorded['gpu']}, {name}")
 
 
 # --- the variants are what they say (else the test above checks less than it claims) -----------
@@ -385,9 +390,7 @@ HW_PAGES = {"05 counters": counters_page, "07 occupancy": occupancy_page, "09 ro
 @pytest.mark.parametrize("name", VARIANTS)
 def test_every_glued_value_of_the_hardware_pages_reads_as_a_sentence(hardware, name, page, caught):
     HW_PAGES[page](hw_variant(hardware, name))
-    assert caught, f"{page} glued nothing"
-    bad = {k: (v, fault(v)) for k, v in caught.items() if fault(v)}
-    assert not bad, f"{hardware['gpu']}, {name}: {bad}"
+    assert_sentences(caught, page, f"{hardware['gpu']}, {name}")
 
 
 def test_the_hardware_variants_change_what_they_name(hardware, caught):

@@ -115,14 +115,21 @@ def _row(main: pd.DataFrame, stage: str):
     return rows.iloc[0] if len(rows) else None
 
 
-def guess_flash_path(main: pd.DataFrame):
-    r = _row(main, "sdpa_flash")
+def _tensor_path_guess(main: pd.DataFrame, stage: str, absent: str, question: str):
+    """The question 'which tensor-core instructions does `stage`'s main kernel issue?', or one line
+    saying the set has no such forward (`absent`)."""
+    r = _row(main, stage)
     if r is None:
-        return Markdown("This set has no flash forward: the question about it is left out.")
-    return choice("hopper-flash-path",
-                  "FlashAttention-2 (sdpa_flash) runs here on a Hopper GPU. Which tensor-core instructions does its "
-                  "kernel issue?", list(TENSOR_OPTIONS), TENSOR_WORDS[r["tensor path"]],
+        return Markdown(f"This set has no {absent} forward: the question about it is left out.")
+    return choice(f"hopper-{stage.removeprefix('sdpa_')}-path", question, list(TENSOR_OPTIONS),
+                  TENSOR_WORDS[r["tensor path"]],
                   explained_by=("hopper-families", "the families table"), source="Nsight Compute")
+
+
+def guess_flash_path(main: pd.DataFrame):
+    return _tensor_path_guess(main, "sdpa_flash", "flash",
+                              "FlashAttention-2 (sdpa_flash) runs here on a Hopper GPU. Which tensor-core "
+                              "instructions does its kernel issue?")
 
 
 def guess_wgmma_count(main: pd.DataFrame):
@@ -134,13 +141,9 @@ def guess_wgmma_count(main: pd.DataFrame):
 
 
 def guess_math_path(main: pd.DataFrame):
-    r = _row(main, "sdpa_math")
-    if r is None:
-        return Markdown("This set has no math-backend forward: the question about it is left out.")
-    return choice("hopper-math-path",
-                  "SDPA's math backend (sdpa_math): which tensor-core instructions does its main kernel issue?",
-                  list(TENSOR_OPTIONS), TENSOR_WORDS[r["tensor path"]],
-                  explained_by=("hopper-families", "the families table"), source="Nsight Compute")
+    return _tensor_path_guess(main, "sdpa_math", "math-backend",
+                              "SDPA's math backend (sdpa_math): which tensor-core instructions does its main "
+                              "kernel issue?")
 
 
 def guess_cudnn_loads(main: pd.DataFrame, missing: str | None):
@@ -155,13 +158,9 @@ def guess_cudnn_loads(main: pd.DataFrame, missing: str | None):
 
 
 def guess_flex_path(main: pd.DataFrame):
-    r = _row(main, "flex")
-    if r is None:
-        return Markdown("This set has no FlexAttention forward: the question about it is left out.")
-    return choice("hopper-flex-path",
-                  "FlexAttention's kernel is written in Triton, whose `tl.dot` may become either instruction. "
-                  "Which does it issue here?", list(TENSOR_OPTIONS), TENSOR_WORDS[r["tensor path"]],
-                  explained_by=("hopper-families", "the families table"), source="Nsight Compute")
+    return _tensor_path_guess(main, "flex", "FlexAttention",
+                              "FlexAttention's kernel is written in Triton, whose `tl.dot` may become either "
+                              "instruction. Which does it issue here?")
 
 
 def guess_consumer_registers(main: pd.DataFrame, missing: str | None):

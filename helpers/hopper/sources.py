@@ -137,13 +137,14 @@ def fetch(mode: str = "auto", gpu: str | None = None) -> Recording:
     from ..sources.modes import resolve_mode
     if gpu is None and resolve_mode(mode) == "live":
         import torch
-        own = gpu_slug(torch.cuda.get_device_name(0))
+        name = torch.cuda.get_device_name(0)
+        own = gpu_slug(name)
         if ReplaySet(own).dir("hopper").joinpath("provenance.json").exists():
             rec = load(own)
-            rec.source = f"this GPU's own recording ({own}/hopper/): per-opcode counts take minutes of ncu replay"
+            rec.source = "this GPU's own recording: per-opcode counts take minutes of Nsight Compute replay"
             return rec
         rec = load(None)
-        rec.source = (f"the {rec.gpu} recording: this GPU ({own}) has none; "
+        rec.source = (f"the {rec.provenance.get('gpu', rec.gpu)} recording: this GPU ({name}) has none; "
                       f"counting every instruction of every kernel takes minutes of Nsight Compute replay")
         return rec
     return load(gpu)
