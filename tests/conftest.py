@@ -329,6 +329,13 @@ def pytest_collection_finish(session):
 class _XdistController:
     """Under xdist the controller collects nothing itself: its workers tell it their test ids."""
 
+    def pytest_configure_node(self, node):
+        # a worker parses the command line again (xdist's remote.setup_config), not the options
+        # set here: the whole suite's `loadgroup`, chosen in pytest_cmdline_main, never reached it,
+        # so no test id carried its group and every xdist_group was ignored (each page's checks,
+        # each module fixture, split between the workers). Hand the choice over with the worker's input.
+        node.workerinput["attention_profiled_loadgroup"] = node.config.option.dist == "loadgroup"
+
     def pytest_xdist_node_collection_finished(self, node, ids):
         if any(i.startswith(("tests/test_book.py", "tests/test_browser.py")) or i.endswith("@book") for i in ids):
             _start_book_build(node.config)
@@ -348,6 +355,8 @@ def _yield_to_the_build() -> None:
 
 
 def pytest_configure(config):
+    if getattr(config, "workerinput", {}).get("attention_profiled_loadgroup"):
+        config.option.loadgroup = True  # a worker of the whole suite (_XdistController.pytest_configure_node)
     # registered only where xdist is (its hooks are unknown without it)
     if config.pluginmanager.hasplugin("xdist") and "PYTEST_XDIST_WORKER" not in os.environ:
         config.pluginmanager.register(_XdistController(), "attention-profiled-book-controller")
