@@ -88,3 +88,26 @@ def test_the_recorder_imports_no_plotly_or_jupyter():
     source = (ROOT / "tools" / "record_hopper.py").read_text()
     for forbidden in ("plotly", "IPython", "nbformat", "jupyter", "helpers.hopper", "helpers.views"):
         assert f"import {forbidden}" not in source and f"from {forbidden}" not in source
+
+
+def test_a_details_page_reads_each_cell_as_its_aggregate():
+    """A real raw page printed with `--print-metric-instances details` (an H100's, 2026-12-07)
+    writes every metric as its aggregate and then its instances ('168 (0: 168)'), and a metric with
+    no aggregate as its one instance ('(0: fmha_...)'): each reads as the aggregate, the per-opcode
+    columns keep their instances for parse_instances."""
+    import random
+    import pandas as pd
+    from helpers.hopper import core
+    rng = random.Random(3)
+    numbers = [rng.randint(0, 10**9) for _ in range(20)]
+    raw = pd.DataFrame({
+        "launch__registers_per_thread": [f"{n:,} (0: {n:,})" for n in numbers],
+        "launch__kernel_name": [f"(0: kernel_{n})" for n in numbers],
+        "gpu__time_duration.sum": [f"{n / 7:.3f}" for n in numbers],
+        core.OPCODE_METRIC: [f"{n:,} (HGMMA: {n:,})" for n in numbers],
+    })
+    out = core.aggregate_cells(raw)
+    assert out["launch__registers_per_thread"].tolist() == numbers
+    assert out["launch__kernel_name"].tolist() == [f"kernel_{n}" for n in numbers]
+    assert out[core.OPCODE_METRIC].tolist() == raw[core.OPCODE_METRIC].tolist()
+    assert [core.parse_instances(c) for c in out[core.OPCODE_METRIC]] == [{"HGMMA": n} for n in numbers]

@@ -302,7 +302,12 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="the fused group only (a 20-s smoke run)")
     parser.add_argument("--budget", type=float, default=240.0, help="seconds for the whole run")
     parser.add_argument("--no-backward", action="store_true")
+    parser.add_argument("--parts", nargs="*", default=None,
+                        help="only these parts (fused unfused compiled backward): a second run for those that failed")
     args = parser.parse_args(argv)
+    # ncu's raw page with every opcode instance spelled out holds fields past csv's default 128 KiB
+    # (sdpa_math's 20 kernels, the backward's): read them whole
+    csv.field_size_limit(2**31 - 1)
     t0 = time.perf_counter()
     left = lambda: args.budget - (time.perf_counter() - t0)  # noqa: E731
 
@@ -361,6 +366,8 @@ def main(argv=None) -> int:
     def cap(part: str) -> float:
         return next((v for k, v in PART_CAP_S.items() if part.startswith(("forward_" + k, k))), 100.0)
 
+    if args.parts is not None:
+        parts = [p for p in parts if p[0].split("__")[0].removeprefix("forward_") in args.parts]
     for part, target, jobs in parts:
         if left() < PART_FLOOR_S:
             provenance["failed"][part] = f"skipped: {left():.0f} s of the budget left"

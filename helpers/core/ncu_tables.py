@@ -57,6 +57,9 @@ def read_csv_text(text: str, path: str | Path = "<text>") -> pd.DataFrame:
     if start is None:
         raise TraceError(f"{path} is not an Nsight Compute raw CSV (no header row starting with \"ID\"). "
                          f"Record it again with `{RECORD_COMMAND}`.")
+    # a raw page with every SASS opcode instance spelled out (chapter 7b's) has cells past csv's
+    # default 128 KiB limit (a backward's 100 kernels): read them whole
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
     rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
     header, data = rows[0], rows[1:]
     # under the header ncu writes a row of units, whose ID cell is empty

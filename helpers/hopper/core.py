@@ -129,6 +129,36 @@ def static_counts(instructions) -> dict[str, int]:
     return out
 
 
+_AGGREGATE = re.compile(r"^\s*(-?[0-9][0-9,]*(?:\.[0-9]+)?)\s+\(.*\)\s*$", re.S)
+_ONE_INSTANCE = re.compile(r"^\s*\(\s*[^:()]+:\s*(.*)\)\s*$", re.S)
+
+
+def aggregate_cells(raw: pd.DataFrame) -> pd.DataFrame:
+    """ncu's raw page printed with `--print-metric-instances details` writes every metric as its
+    aggregate followed by its instances: '168 (0: 168)', '92,848,870 (FMUL: 11,327,282; ...)', or
+    only the instance where a metric has no aggregate ('(0: fmha_cutlassF_...)'). Every cell to its
+    aggregate (a number where it is one), but the per-opcode columns, whose instances are read by
+    `parse_instances`."""
+    keep = {OPCODE_METRIC, MODIFIER_METRIC}
+
+    def one(value):
+        if not isinstance(value, str):
+            return value
+        m = _AGGREGATE.match(value)
+        if m:
+            text = m.group(1).replace(",", "")
+            number = float(text)
+            return int(number) if number.is_integer() and "." not in text else number
+        m = _ONE_INSTANCE.match(value)
+        return m.group(1).strip() if m else value
+
+    out = raw.copy()
+    for column in out.columns:
+        if column not in keep and not pd.api.types.is_numeric_dtype(out[column]):
+            out[column] = out[column].map(one)
+    return out
+
+
 def parse_instances(cell) -> dict[str, float]:
     """ncu's raw page cell of an instanced metric printed with `--print-metric-instances details`
     ('12345 (HGMMA: 600; UTMALDG: 10)' and the like): opcode -> value. A cell with no named

@@ -57,10 +57,10 @@ def _part(folder_: Path, part: str, info: dict) -> pd.DataFrame:
     raw_text = _gz(folder_ / f"{part}.raw.csv.gz")
     if raw_text is None:
         raise TraceError(f"{folder_ / part}.raw.csv.gz is missing")
-    raw = read_csv_text(raw_text, folder_ / f"{part}.raw.csv.gz")
+    raw = core.aggregate_cells(read_csv_text(raw_text, folder_ / f"{part}.raw.csv.gz"))
     launch = kernels(raw)
     ranges_text = _gz(folder_ / f"{part}.ranges.csv.gz")
-    ranges = read_csv_text(ranges_text) if ranges_text else None
+    ranges = core.aggregate_cells(read_csv_text(ranges_text)) if ranges_text else None
     stages = None
     if ranges is None:
         log = folder_ / f"{part}.stages.json"

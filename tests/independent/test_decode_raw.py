@@ -49,9 +49,16 @@ def events(folder: Path, rel: str) -> list[dict]:
         return json.load(f)["traceEvents"]
 
 
+def is_step(e: dict) -> bool:
+    """A profiler step on the CPU lane. Kineto writes each step twice: the CPU's range
+    (user_annotation) and the same name on the GPU lane (gpu_user_annotation), which starts at the
+    step's first kernel, after its first launch call."""
+    return e.get("ph") == "X" and e.get("cat") != "gpu_user_annotation" and bool(STEP.fullmatch(str(e.get("name", ""))))
+
+
 def last_step(evs: list[dict]) -> tuple[float, float]:
     steps = [(int(STEP.fullmatch(e["name"]).group(1)), e["ts"], e["ts"] + e["dur"]) for e in evs
-             if e.get("ph") == "X" and STEP.fullmatch(str(e.get("name", "")))]
+             if is_step(e)]
     _, a, b = max(steps)
     return a, b
 
@@ -75,7 +82,7 @@ def busy_per_step(evs: list[dict]) -> float:
         if b > end:
             total += b - max(a, end)
             end = b
-    steps = sum(1 for e in evs if e.get("ph") == "X" and STEP.fullmatch(str(e.get("name", ""))))
+    steps = sum(1 for e in evs if is_step(e))
     return total / steps
 
 
