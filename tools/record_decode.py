@@ -24,6 +24,7 @@ budget (--budget s): a part that would overrun is skipped and said so.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shlex
@@ -103,7 +104,10 @@ class Budget:
 
 def gpu_busy_per_step(events: list[dict]) -> tuple[float, int]:
     """(union of the GPU events' intervals per profiled step in µs, the steps): the GPU's busy time."""
-    steps = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")]
+    # Kineto writes each step twice: on the CPU lane (user_annotation) and on the GPU lane
+    # (gpu_user_annotation); count it once
+    steps = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+             and e.get("cat") != "gpu_user_annotation"]
     spans = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events
                    if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
     total, end = 0.0, float("-inf")
@@ -438,6 +442,40 @@ def ceilings_copy_roof(root: Path) -> dict | None:
         return None
 
 
+def recount(folder: Path) -> int:
+    """Recompute `busy_us` and `steps` of every record of DECODE_DIR/decode.json from its saved trace
+    with `gpu_busy_per_step` as it is now, in decode.json and in each trace's provenance: a set
+    recorded before a fix of that count (the H100's first, 2026-12-07, counted each step twice:
+    its CPU-lane and GPU-lane rows) is corrected without a GPU."""
+    doc_path = folder / "decode.json"
+    doc = json.loads(doc_path.read_text())
+    changed = 0
+    for part, records in doc.items():
+        if not isinstance(records, list):
+            continue
+        for rec in records:
+            if not isinstance(rec, dict) or not rec.get("trace") or "busy_us" not in rec:
+                continue
+            path = folder / rec["trace"]
+            with gzip.open(path, "rt") as f:
+                trace = json.load(f)
+            busy, steps = gpu_busy_per_step(trace["traceEvents"])
+            if (rec["busy_us"], rec.get("steps")) != (busy, steps):
+                changed += 1
+            rec |= {"busy_us": busy, "steps": steps}
+            trace["provenance"]["loop_busy_us"] = busy
+            if isinstance(trace["provenance"].get("extra", {}).get("decode"), dict):
+                trace["provenance"]["extra"]["decode"] |= {"busy_us": busy, "steps": steps}
+            with gzip.open(path, "wt") as f:
+                json.dump(trace, f)
+    doc.setdefault("provenance", {})["recounted"] = (
+        f"busy_us and steps recomputed from the saved traces by `python tools/record_decode.py --recount` "
+        f"({changed} records changed)")
+    doc_path.write_text(json.dumps(doc, indent=1, default=str))
+    log(f"recounted {doc_path}: {changed} records changed")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None,
@@ -447,9 +485,13 @@ def main(argv=None) -> int:
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--ncu-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--cpu-smoke", action="store_true", help="the structure on a CPU (needs --out; no recording)")
+    parser.add_argument("--recount", type=Path, default=None, metavar="DECODE_DIR",
+                        help="recompute each record's busy time and steps from its saved trace (no GPU)")
     args = parser.parse_args(argv)
     if args.ncu_child:
         return ncu_child(args.ncu_child)
+    if args.recount:
+        return recount(args.recount)
 
     budget = Budget(60.0 if args.quick and args.budget == 235.0 else args.budget)
     import torch

@@ -217,6 +217,12 @@ def align(kernels: list[str], named: dict[int, str]) -> dict[int, int]:
     if not named or all(named.get(i, k) == k for i, k in enumerate(kernels)) or not set(named.values()) & set(kernels):
         # in order, or named otherwise (mangled, say): the report's order
         return {i: i for i in range(len(kernels))}
+    known = set(kernels)
+    if len(named) == len(kernels) and all(kernels[q] == n for q, n in named.items() if n in known and q < len(kernels)):
+        # one listing per kernel, and every name the two pages spell alike at the same place: the
+        # same report's order. The listing spells some names in full where the raw page shortens
+        # them ('at::native::...<(int)8, ...>' against 'native::...<8, ...>'; an H100's, 2026-12-07)
+        return {i: i for i in range(len(kernels))}
     out, used = {}, set()
     for i, name in enumerate(kernels):
         seq = next((q for q in sorted(named) if q not in used and named[q] == name), None)
@@ -349,7 +355,9 @@ def part_table(part: str, raw: pd.DataFrame, launch: pd.DataFrame, jobs: list[st
         if job is None:
             continue
         per = (opcodes or {}).get(i)
-        if per is None:
+        if not per or not per.get(OPCODE_METRIC):
+            # the report interface gave this kernel no opcode rows (an H100's elementwise kernels,
+            # 2026-12-07): its raw page's instance cells hold them
             per = {m: parse_instances(r.get(m)) for m in (OPCODE_METRIC, MODIFIER_METRIC) if m in raw.columns}
         executed = family_counts(per.get(OPCODE_METRIC, {}), per.get(MODIFIER_METRIC)) if per.get(OPCODE_METRIC) else \
             {f: None for f in FAMILY_KEYS}

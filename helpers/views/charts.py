@@ -457,14 +457,17 @@ def timeline(prof: Profile, step: int | None = None, window: tuple[float, float]
              max_bars: int = TIMELINE_MAX_BARS) -> go.Figure:
     """One profiler step: the CPU lane (aten ops, nested) above the GPU lane, launches linked.
 
-    `window=(from_us, to_us)`, in µs since the step's first op, shows that stretch alone. A step
+    `window=(from_us, to_us)`, in µs since the step's first event, shows that stretch alone. A step
     with more than `max_bars` events of a kind is drawn coarser: fewer op depths first, then
     events merged into segments (hover says how many); the subtitle says what was merged, and a
     narrower window shows it whole."""
     step = prof.forward_step if step is None else step
     ops, gpu = prof.cpu_ops(step), prof.kernels(step)
     launches = prof.launches(step)
-    t0 = ops["start_us"].min() if len(ops) else gpu["start_us"].min()
+    # the step's first event: its first op, or where a step has none (a CUDA graph's replay: one
+    # cudaGraphLaunch, no aten op) its first launch call, which can precede its kernels by the
+    # queue ahead of them
+    t0 = min(float(f["start_us"].min()) for f in (ops, gpu, launches) if len(f))
     notes = []
     if window is not None:
         lo, hi = t0 + window[0], t0 + window[1]

@@ -40,8 +40,15 @@ REAL = sorted(p.parent.parent.name for p in TRACES.glob("*/hopper/provenance.jso
 
 
 def rows(path: Path) -> list[list[str]]:
+    csv.field_size_limit(2**31 - 1)   # a details page's per-PC cells pass csv's default 128 KiB
     with gzip.open(path, "rt") as f:
         return list(csv.reader(io.StringIO(f.read())))
+
+
+def scalar(cell: str) -> float:
+    """A raw cell's number: printed with `--print-metric-instances details`, ncu writes the
+    aggregate and then its instances, '1,234 (0: 1,234)'."""
+    return float(cell.split(" (", 1)[0].replace(",", ""))
 
 
 def raw_table(path: Path) -> tuple[list[str], list[str], list[list[str]]]:
@@ -122,8 +129,8 @@ def expected(folder: Path) -> dict[tuple[str, int], dict]:
             down = [n for mods_, n in regs if "DEALLOC" in mods_ or "DEC" in mods_]
             out[(part, i)] = {"direction": direction, "stage": stage, "kernel": r[col["Kernel Name"]], "executed": ex, "static": st,
                                    "consumer": max(up) if up else None, "producer": min(down) if down else None,
-                                   "us": float(r[col["gpu__time_duration.sum"]].replace(",", "")) * time_scale,
-                                   "threads": int(float(r[col["launch__block_size"]]))}
+                                   "us": scalar(r[col["gpu__time_duration.sum"]]) * time_scale,
+                                   "threads": int(scalar(r[col["launch__block_size"]]))}
     return out
 
 
@@ -173,7 +180,7 @@ def test_every_kernel_family_count_is_the_raw_recording(recording):
     folder, gpu = recording
     want = expected(folder)
     table = sources.load(gpu).table
-    assert len(table) == len(want) and len(want) > 20
+    assert len(table) == len(want) and len(want) >= 5   # the fused and compiled forwards hold 9
     for r in table.to_dict("records"):
         w = want[(r["part"], r["kernel_id"])]
         assert (r["stage"], r["kernel"], r["threads"]) == (w["stage"], w["kernel"], w["threads"])
@@ -215,7 +222,7 @@ def test_the_register_split_sums_the_block(recording):
     for path in folder.glob("forward_*.raw.csv.gz"):
         header, _, body = raw_table(path)
         for x in body:
-            launch[x[header.index("Kernel Name")]] = int(float(x[header.index("launch__registers_per_thread")]))
+            launch[x[header.index("Kernel Name")]] = int(scalar(x[header.index("launch__registers_per_thread")]))
     split = hopper.register_split(hopper.main_kernels(sources.load(gpu).table))
     for stage, r in split.iterrows():
         w = main_of(want, "forward", stage)
