@@ -59,7 +59,9 @@ PIPE_HMMA = "sm__inst_executed_pipe_tensor_op_hmma.sum"
 PIPE_GMMA = "sm__inst_executed_pipe_tensor_op_gmma.sum"
 
 _PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
-_SETMAXNREG = re.compile(r"USETMAXREG(?P<mods>(?:\.[A-Z]+)*)\s+(?:U?R[Z0-9]+,\s*)?(?P<n>0x[0-9a-fA-F]+|\d+)\b")
+# real listings (an H100's cuDNN fprop, 2026-12-07): 'USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8' (a
+# modifier with an underscore, a uniform predicate first) and 'USETMAXREG.DEALLOC.CTAPOOL 0x28'
+_SETMAXNREG = re.compile(r"USETMAXREG(?P<mods>(?:\.[A-Z_]+)*)\s+(?:U?[RP][TZ0-9]+,\s*)?(?P<n>0x[0-9a-fA-F]+|\d+)\b")
 _INSTANCE = re.compile(r"([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*[:=]\s*([0-9][0-9,]*(?:\.[0-9]+)?)")
 
 

@@ -74,6 +74,16 @@ def _part(folder_: Path, part: str, info: dict) -> pd.DataFrame:
     return core.part_table(part, raw, launch, jobs, opcodes, listing, core.listing_names(sass_rows))
 
 
+def _part_words(part: str) -> str:
+    """A recorded part's name as a reader says it: 'forward_unfused__b8_...' -> 'the unfused forwards'."""
+    head = part.split("__", 1)[0]
+    if head == "backward":
+        return "the training backwards"
+    if head.startswith("forward_"):
+        return f"the {head.removeprefix('forward_')} forwards"
+    return head.replace("_", " ")
+
+
 def load(gpu: str | None = None) -> Recording:
     """The Hopper recording of `gpu`'s replay set (default: the configured one)."""
     rs = ReplaySet.configured(gpu)
@@ -100,8 +110,8 @@ def load(gpu: str | None = None) -> Recording:
         else pd.DataFrame()
     missing = None
     if failed:
-        missing = ("Not recorded in this set: " + ", ".join(sorted(failed)) +
-                   f" (see {prov_path.name}).")
+        missing = ("Not in this set's per-opcode recording: " + " and ".join(_part_words(p) for p in sorted(failed)) +
+                   "; their kernels are not in the tables and charts below.")
     table.attrs = {"gpu": rs.gpu, "device": provenance.get("gpu", rs.gpu)}
     return Recording(rs.gpu, table, provenance, missing,
                      source=f"the {provenance.get('gpu', rs.gpu)}'s per-opcode recording")

@@ -122,7 +122,7 @@ def expected(folder: Path) -> dict[tuple[str, int], dict]:
             st["MUFU.EX2"] = sum(1 for x in lines if opcode_of(x).startswith("MUFU.EX2"))
             regs = []
             for x in lines:
-                m = re.search(r"USETMAXREG((?:\.[A-Z]+)*)\s+(?:U?R[Z0-9]+,\s*)?(0x[0-9a-fA-F]+|\d+)\b", x)
+                m = re.search(r"USETMAXREG((?:\.\w+)*)\s+(?:\w+,\s*)?(0x[0-9a-fA-F]+|\d+)\b", x)
                 if m:
                     regs.append((m.group(1), int(m.group(2), 0)))
             up = [n for mods_, n in regs if "DEALLOC" not in mods_ and "DEC" not in mods_]
