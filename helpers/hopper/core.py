@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..core.ncu_tables import in_base_units
+from ..core.ncu_tables import _number, in_base_units
 
 # the four warps a warpgroup holds, and a warp's threads
 WARP = 32
@@ -148,9 +148,7 @@ def aggregate_cells(raw: pd.DataFrame) -> pd.DataFrame:
             return value
         m = _AGGREGATE.match(value)
         if m:
-            text = m.group(1).replace(",", "")
-            number = float(text)
-            return int(number) if number.is_integer() and "." not in text else number
+            return _number(m.group(1))
         m = _ONE_INSTANCE.match(value)
         return m.group(1).strip() if m else value
 
