@@ -111,3 +111,27 @@ def test_a_details_page_reads_each_cell_as_its_aggregate():
     assert out["launch__kernel_name"].tolist() == [f"kernel_{n}" for n in numbers]
     assert out[core.OPCODE_METRIC].tolist() == raw[core.OPCODE_METRIC].tolist()
     assert [core.parse_instances(c) for c in out[core.OPCODE_METRIC]] == [{"HGMMA": n} for n in numbers]
+
+
+def test_a_details_page_keeps_its_units_and_copies_them_once():
+    """aggregate_cells hands back the frame's attrs (ncu's units row) whole, and does not have
+    pandas deep-copy them into every column it reads: a real raw page has hundreds of columns, and
+    that copy cost the test suite about 40 s (run 12, benchmarks/results/test_suite_time.md)."""
+    import pandas as pd
+    from helpers.hopper import core
+
+    class Counted(dict):
+        copies = 0
+
+        def __deepcopy__(self, memo):
+            Counted.copies += 1
+            return Counted(self)
+
+    columns = {f"metric_{i}.sum": [f"{i:,} (0: {i:,})"] * 3 for i in range(200)}
+    raw = pd.DataFrame(columns)
+    raw.attrs = {"units": Counted({c: "byte" for c in columns}), "source": "raw.csv.gz"}
+    Counted.copies = 0
+    out = core.aggregate_cells(raw)
+    assert out.attrs == raw.attrs
+    assert out["metric_7.sum"].tolist() == [7, 7, 7]
+    assert Counted.copies < 20, f"the units were deep-copied {Counted.copies} times for 200 columns"

@@ -153,9 +153,13 @@ def aggregate_cells(raw: pd.DataFrame) -> pd.DataFrame:
         return m.group(1).strip() if m else value
 
     out = raw.copy()
+    # pandas deep-copies a frame's attrs (every column's unit) into each column read: set them
+    # aside while the columns are read (a raw page has hundreds; 40 s of the test suite)
+    attrs, out.attrs = dict(raw.attrs), {}
     for column in out.columns:
         if column not in keep and not pd.api.types.is_numeric_dtype(out[column]):
             out[column] = out[column].map(one)
+    out.attrs = attrs
     return out
 
 
