@@ -13,7 +13,12 @@ import pytest
 pytest_plugins = ["pytester"]  # tests/test_honest_skips.py runs small suites with this conftest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's headless shell of Chromium (package chromium-headless-shell, the same Blink at the same
+# version as its `chromium`; what Playwright itself drives for headless runs): a page load costs it
+# about half the CPU of the full browser in headless mode (the run's largest consumer; see
+# benchmarks/results/test_suite_time.md, run 15). The full browser where the shell is not installed.
+CHROMIUM = next((p for p in (Path("/usr/bin/chromium-headless-shell"), Path("/usr/bin/chromium")) if p.exists()),
+                Path("/usr/bin/chromium-headless-shell"))
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
 TRACES = sorted((ROOT / "notebooks" / "traces").glob("*/*__*.json.gz"))
@@ -263,10 +268,10 @@ def recorded_traces() -> list[Path]:
 
 @pytest.fixture(scope="session")
 def browser():
-    """Debian's headless Chromium through Playwright; installed by the environment (.ci/run),
-    never downloaded by a test."""
+    """Debian's headless Chromium (CHROMIUM) through Playwright; installed by the environment
+    (.ci/run), never downloaded by a test."""
     if not CHROMIUM.exists():
-        pytest.fail("/usr/bin/chromium is missing: install Debian's chromium (see .ci/run); "
+        pytest.fail("Chromium is missing: install Debian's chromium-headless-shell (see .ci/run); "
                     "the tests never download a browser")
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:

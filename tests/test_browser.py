@@ -1,4 +1,5 @@
-"""The built book in a real browser: headless Chromium (Debian's /usr/bin/chromium) through Playwright.
+"""The built book in a real browser: headless Chromium through Playwright (Debian's
+chromium-headless-shell, else its chromium: conftest.CHROMIUM).
 
 The book is built once per session into a temporary --path-output (or taken from
 ATTN_PROFILED_BOOK_HTML, an existing _build/html, to iterate quickly), served by
