@@ -35,7 +35,10 @@ REAL = [p.parent.parent.name for p in sorted((ROOT / "notebooks" / "traces").glo
 STEP = re.compile(r"ProfilerStep#(\d+)")
 GPU = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
-SCALE = {"": 1, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1, "usecond": 1e3, "msecond": 1e6}
+# ncu names a column's unit in full or short as it chooses per column (an H100's decode tables,
+# 2026-12-07: 'Gbyte', 'Mbyte', 'ms')
+SCALE = {"": 1, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1, "usecond": 1e3, "msecond": 1e6,
+         "ns": 1, "us": 1e3, "ms": 1e6}
 
 
 def median(xs):
@@ -169,6 +172,23 @@ def test_ncu_bytes_and_bandwidth_from_the_csv(recording):
         assert row["read_bytes"] == pytest.approx(raw["read"], rel=1e-6)
         assert row["write_bytes"] == pytest.approx(raw["write"], rel=1e-6)
         assert row["gbps"] == pytest.approx((raw["read"] + raw["write"]) / raw["ns"], rel=1e-6)   # bytes/ns = GB/s
+
+
+def test_a_share_of_the_copy_roof_past_100_is_explained_beside_it(recording):
+    """The ncu table's '% of copy roof' passes 100 on a real H100 (cuDNN, 107 %): where the raw CSVs
+    give any call more than the set's copy roof, the table's caption says why that can be."""
+    import pandas as pd
+
+    from helpers.decode import chapter
+    folder, doc, ceilings, d = recording
+    tables = (doc.get("ncu") or {}).get("tables", {})
+    if ceilings is None or not tables:
+        pytest.skip("no copy roof or no ncu tables in this recording")
+    roof = next(r for r in ceilings["ceilings"] if "copy" in r["ceiling"])["value"] * 1e3   # TB/s -> GB/s
+    over = [n for n, rel in tables.items() if (lambda j: (j["read"] + j["write"]) / j["ns"])(ncu_job(folder / rel)) > roof]
+    shown = chapter.ncu_table(d, pd.DataFrame(ceilings["ceilings"])).data
+    explained = "<caption>" in shown and "can pass 100" in shown
+    assert explained or not over, f"{over} pass the copy roof ({roof:.0f} GB/s) with no word why"
 
 
 def test_the_glued_figures_and_the_guess_answers(recording, monkeypatch):
