@@ -135,3 +135,25 @@ def test_a_details_page_keeps_its_units_and_copies_them_once():
     assert out.attrs == raw.attrs
     assert out["metric_7.sum"].tolist() == [7, 7, 7]
     assert Counted.copies < 20, f"the units were deep-copied {Counted.copies} times for 200 columns"
+
+
+def test_a_listing_printed_twice_in_a_row_goes_to_one_kernel():
+    """ncu's source page printed some kernels' SASS twice in a row (an H100's unfused forwards: 53
+    listings for 30 kernels), and spells names in full where the raw page shortens them: each
+    kernel gets its own listing, and where two readings would fit, none is guessed."""
+    from helpers.hopper import core
+    kernels = ["nvjet_a", "void native::elementwise_kernel<128, 4, void f>(int)", "void native::fill<4>(int)",
+               "void native::fill<4>(int)"]
+    named = {0: "nvjet_a", 1: "void at::native::elementwise_kernel<(int)128, (int)4, void f>(int)",
+             2: "void at::native::elementwise_kernel<(int)128, (int)4, void f>(int)",
+             3: "void at::native::fill<(int)4>(int)", 4: "void at::native::fill<(int)4>(int)"}
+    listing = {0: ["HGMMA"], 1: ["FFMA"], 2: ["FFMA"], 3: ["STG"], 4: ["STG"]}
+    assert core.align(kernels, named, listing) == {0: 0, 1: 1, 2: 3, 3: 4}
+    # the two fill listings differ: each is one kernel's, and the elementwise one is printed twice
+    listing[4] = ["STG", "EXIT"]
+    assert core.align(kernels, named, listing) == {0: 0, 1: 1, 2: 3, 3: 4}
+    # three identical fill listings for two fill kernels: either could be the repeat, so no reading
+    # is taken from the repeats
+    named = {0: "nvjet_a", 1: named[1], 2: named[3], 3: named[3], 4: named[3]}
+    listing = {0: ["HGMMA"], 1: ["FFMA"], 2: ["STG"], 3: ["STG"], 4: ["STG"]}
+    assert core.segments(kernels, named, listing) is None

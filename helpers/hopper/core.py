@@ -215,9 +215,53 @@ def listing_names(rows: list[dict]) -> dict[int, str]:
     return out
 
 
-def align(kernels: list[str], named: dict[int, str]) -> dict[int, int]:
+def base_name(name: str) -> str:
+    """A kernel's function name, as both of ncu's pages spell it: the raw page shortens namespaces and
+    template arguments ('void native::elementwise_kernel<128, 4, ...>') where the SASS listing spells
+    them out ('void at::native::elementwise_kernel<(int)128, (int)4, ...>'): 'elementwise_kernel'."""
+    head = re.split(r"[<(]", re.sub(r"^void\s+", "", str(name).strip()), maxsplit=1)[0]
+    return head.split("::")[-1]
+
+
+def segments(kernels: list[str], named: dict[int, str], listing: dict[int, list[str]]) -> dict[int, int] | None:
+    """Each kernel's place -> its listing's kernel_seq, where ncu's source page printed some kernels'
+    listings twice in a row (an H100's unfused forwards and backwards, 2026-12-07: 53 listings for 30
+    kernels, 91 for 55; each repeat identical to the one before): every kernel takes the next listing
+    of its function name, and its identical repeat if it has one. Only where exactly one such reading
+    uses every listing; else None."""
+    seqs = sorted(named)
+    n, m = len(kernels), len(seqs)
+    if m < n or m > 2 * n:
+        return None
+    base = [base_name(k) for k in kernels]
+    lbase = [base_name(named[q]) for q in seqs]
+
+    def fits(a: int, b: int, k: int) -> bool:
+        return b + k <= m and all(lbase[b + j] == base[a] for j in range(k)) and \
+            all(listing.get(seqs[b + j]) == listing.get(seqs[b]) for j in range(k))
+
+    # ways[a][b]: the readings of kernels a.. from listing b on (counted to see that one fits)
+    ways = [[0] * (m + 2) for _ in range(n + 1)]
+    ways[n][m] = 1
+    for a in range(n - 1, -1, -1):
+        for b in range(m - 1, -1, -1):
+            ways[a][b] = sum(ways[a + 1][b + k] for k in (1, 2) if fits(a, b, k))
+    if ways[0][0] != 1:
+        return None
+    out, b = {}, 0
+    for a in range(n):
+        out[a] = seqs[b]
+        b += next(k for k in (1, 2) if fits(a, b, k) and ways[a + 1][b + k])
+    return out
+
+
+def align(kernels: list[str], named: dict[int, str], listing: dict[int, list[str]] | None = None) -> dict[int, int]:
     """Each kernel's place in the report -> its listing's kernel_seq: the same place where the
     listing's names agree with the raw page's (or name nothing), else the next listing of that name."""
+    if named and listing and len(named) > len(kernels):
+        found = segments(kernels, named, listing)
+        if found is not None:
+            return found
     if not named or all(named.get(i, k) == k for i, k in enumerate(kernels)) or not set(named.values()) & set(kernels):
         # in order, or named otherwise (mangled, say): the report's order
         return {i: i for i in range(len(kernels))}
@@ -352,7 +396,7 @@ def part_table(part: str, raw: pd.DataFrame, launch: pd.DataFrame, jobs: list[st
     instructions (from `opcodes`, the report interface's, else the raw page's instance cells)
     and the static count (from the SASS `listing`, by the kernel's place in the report)."""
     rows = []
-    seq_of = align([str(n) for n in raw["Kernel Name"]], names or {})
+    seq_of = align([str(n) for n in raw["Kernel Name"]], names or {}, listing)
     direction = "backward" if part.startswith("backward") else "forward"
     raw = in_base_units(raw)   # ncu prints counts in its own units (Kinst, Minst)
     for i, (job, (_, r), (_, k)) in enumerate(zip(jobs, raw.iterrows(), launch.iterrows())):

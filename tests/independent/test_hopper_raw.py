@@ -69,6 +69,42 @@ def opcode_of(line: str) -> str:
     return text.split()[0] if text else ""
 
 
+def function(name: str) -> str:
+    """'void at::native::elementwise_kernel<(int)128, ...>(...)' -> 'elementwise_kernel'."""
+    name = name.strip()
+    name = name[5:] if name.startswith("void ") else name
+    cut = min([i for i in (name.find("<"), name.find("(")) if i >= 0], default=len(name))
+    return name[:cut].rsplit("::", 1)[-1]
+
+
+def by_kernel(kernels: list[str], listed_as: dict[int, str], listing: dict[int, list[str]]) -> dict[int, list[str]]:
+    """The raw page's kernel i -> its SASS lines. ncu's source page may print a kernel's listing twice
+    in a row (the repeat identical): find the one way of giving each kernel, in order, one listing of
+    its function's name or two identical ones that uses every listing. Without names, or with as many
+    listings as kernels, the report's order."""
+    seqs = sorted(listing)
+    if len(seqs) == len(kernels) or not listed_as:
+        return {i: listing[q] for i, q in enumerate(seqs)}
+    found = []
+
+    def walk(i, j, taken):
+        if len(found) > 1:
+            return
+        if i == len(kernels):
+            if j == len(seqs):
+                found.append(list(taken))
+            return
+        for k in (1, 2):
+            group = seqs[j:j + k]
+            if len(group) == k and all(function(listed_as[q]) == function(kernels[i]) and listing[q] == listing[group[0]]
+                                       for q in group):
+                walk(i + 1, j + k, taken + [group[0]])
+
+    walk(0, 0, [])
+    assert len(found) == 1, f"{len(found)} ways to give {len(kernels)} kernels their {len(seqs)} listings"
+    return {i: listing[q] for i, q in enumerate(found[0])}
+
+
 def expected(folder: Path) -> dict[tuple[str, int], dict]:
     """(part, kernel id) -> stage, executed and static counts, setmaxnreg, ncu µs, threads."""
     out = {}
@@ -100,11 +136,15 @@ def expected(folder: Path) -> dict[tuple[str, int], dict]:
                 pri.setdefault(int(kid), {}).setdefault(metric, {})
                 pri[int(kid)][metric][op] = pri[int(kid)][metric].get(op, 0) + float(value)
         listing: dict[int, list[str]] = {}
+        listed_as: dict[int, str] = {}
         sass = folder / f"{part}.sass.csv.gz"
         if sass.exists():
             for seq, addr, text in rows(sass)[1:]:
                 if addr != "#":
                     listing.setdefault(int(seq), []).append(text)
+                elif text.lstrip('"').startswith("Kernel Name"):
+                    listed_as[int(seq)] = next(csv.reader([text]))[1]
+        listing = by_kernel([r[col["Kernel Name"]] for r in body], listed_as, listing)
         time_scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1, "usecond": 1, "ms": 1e3, "msecond": 1e3}[
             units[col["gpu__time_duration.sum"]]]
         for i, (r, stage) in enumerate(zip(body, stages)):
