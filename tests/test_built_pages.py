@@ -246,6 +246,16 @@ def test_no_page_prints_an_exception(name):
     assert not found, f"{name} shows an exception's text: {found[:3]}"
 
 
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_no_code_in_the_prose_has_its_quotes_curled(name):
+    """Code quoted in a sentence (a glued Markdown paragraph) keeps straight quotes: Sphinx's smart
+    quotes turn `mode="reduce-overhead"` outside a code span into mode=”reduce-overhead”, which a
+    reader cannot copy (08b's step sentence did, 2026-12-07)."""
+    text = main_text(page(name))
+    curled = re.findall(r".{0,40}[=(\[][“”‘’].{0,30}", text)
+    assert not curled, f"{name}: code with curled quotes in the prose: {curled[:3]}"
+
+
 @pytest.mark.parametrize("name", [n for n in NOTEBOOKS if n != "calculator"])
 def test_every_page_says_where_its_recording_comes_from(name):
     text = " ".join(main_text(page(name)).split())
