@@ -455,8 +455,8 @@ def ceilings_copy_roof(root: Path) -> dict | None:
 def recount(folder: Path) -> int:
     """Recompute `busy_us` and `steps` of every record of DECODE_DIR/decode.json from its saved trace
     with `gpu_busy_per_step` as it is now, in decode.json and in each trace's provenance: a set
-    recorded before a fix of that count (the H100's first, 2026-12-07, counted each step twice:
-    its CPU-lane and GPU-lane rows) is corrected without a GPU."""
+    recorded before a fix of that count is corrected without a GPU (the H100's of 2026-12-07: each
+    step counted twice, its CPU-lane and GPU-lane rows; a warm-up call's kernel counted in the window)."""
     doc_path = folder / "decode.json"
     doc = json.loads(doc_path.read_text())
     changed = 0

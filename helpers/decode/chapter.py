@@ -318,6 +318,11 @@ def pinned_like(d: DecodeSet, row: pd.Series) -> str:
     return "none of the pinned backends"
 
 
+# why a decode call's share of the copy roof can pass 100 (the sentence and the ncu table say it alike)
+WHY_PAST_COPY_ROOF = ("a copy reads and writes the same bytes, and a decode call only reads, so DRAM never turns "
+                      "round to write")
+
+
 def bandwidth_sentence(d: DecodeSet, f: dict) -> str:
     if "best_big" not in f:
         return f"the largest call (batch {BIG[0]}, KV {BIG[1]:,}) is not in this recording"
@@ -337,8 +342,7 @@ def bandwidth_sentence(d: DecodeSet, f: dict) -> str:
                  + (f" ({100 * s_gbps / f['roof_gbps']:.0f}%)" if "roof_gbps" in f else ""))
     if "roof_gbps" in f and round(100 * gbps / f["roof_gbps"]) > 100:
         # an H100's cuDNN reads at 107 % of its copy roof (2026-12-07): say why beside the figure
-        text += (". A share past 100% is no error: a copy reads and writes the same bytes, and a decode call "
-                 "only reads, so DRAM never turns round to write")
+        text += f". A share past 100% is no error: {WHY_PAST_COPY_ROOF}"
     return text
 
 
@@ -404,8 +408,7 @@ def ncu_table(d: DecodeSet, ceilings: pd.DataFrame | None = None) -> HTML:
     if roof:
         # the real H100's cuDNN calls reach 107 % (2026-12-07): a reader must see why that is no error
         frame.attrs["caption"] = ("% of copy roof: DRAM bytes read and written per ncu µs, of the rate a device-to-device "
-                                  "copy reached on this GPU. It can pass 100: a copy reads and writes the same bytes, "
-                                  "and a decode call only reads, so DRAM keeps reading without turning round to write.")
+                                  f"copy reached on this GPU. It can pass 100: {WHY_PAST_COPY_ROOF}.")
     return HTML(html_table(frame))
 
 

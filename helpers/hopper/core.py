@@ -258,18 +258,13 @@ def segments(kernels: list[str], named: dict[int, str], listing: dict[int, list[
 def align(kernels: list[str], named: dict[int, str], listing: dict[int, list[str]] | None = None) -> dict[int, int]:
     """Each kernel's place in the report -> its listing's kernel_seq: the same place where the
     listing's names agree with the raw page's (or name nothing), else the next listing of that name."""
-    if named and listing and len(named) > len(kernels):
+    if named and listing:
+        # one reading by function name (the pages spell names differently; repeats are one kernel's)
         found = segments(kernels, named, listing)
         if found is not None:
             return found
     if not named or all(named.get(i, k) == k for i, k in enumerate(kernels)) or not set(named.values()) & set(kernels):
         # in order, or named otherwise (mangled, say): the report's order
-        return {i: i for i in range(len(kernels))}
-    known = set(kernels)
-    if len(named) == len(kernels) and all(kernels[q] == n for q, n in named.items() if n in known and q < len(kernels)):
-        # one listing per kernel, and every name the two pages spell alike at the same place: the
-        # same report's order. The listing spells some names in full where the raw page shortens
-        # them ('at::native::...<(int)8, ...>' against 'native::...<8, ...>'; an H100's, 2026-12-07)
         return {i: i for i in range(len(kernels))}
     out, used = {}, set()
     for i, name in enumerate(kernels):

@@ -220,7 +220,7 @@ def test_every_kernel_family_count_is_the_raw_recording(recording):
     folder, gpu = recording
     want = expected(folder)
     table = sources.load(gpu).table
-    assert len(table) == len(want) and len(want) >= 5   # the fused and compiled forwards hold 9
+    assert len(table) == len(want) and len(want) > 20
     for r in table.to_dict("records"):
         w = want[(r["part"], r["kernel_id"])]
         assert (r["stage"], r["kernel"], r["threads"]) == (w["stage"], w["kernel"], w["threads"])
